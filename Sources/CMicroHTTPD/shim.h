@@ -1,0 +1,110 @@
+#ifndef HERALD_CMICROHTTPD_SHIM_H
+#define HERALD_CMICROHTTPD_SHIM_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* Swift cannot call MHD's variadic functions nor see some macros: these adapters make them callable. */
+
+static const uint64_t CMHD_SIZE_UNKNOWN = MHD_SIZE_UNKNOWN;
+static const ssize_t CMHD_CONTENT_READER_END_OF_STREAM = MHD_CONTENT_READER_END_OF_STREAM;
+static const ssize_t CMHD_CONTENT_READER_END_WITH_ERROR = MHD_CONTENT_READER_END_WITH_ERROR;
+
+/// The settings `cmhd_start_daemon` passes to `MHD_start_daemon` as an option array.
+typedef struct {
+    unsigned int flags;
+    const struct sockaddr *address;
+    unsigned int connection_limit;
+    size_t memory_limit;
+    unsigned int connection_timeout;
+    unsigned int listen_backlog;
+    unsigned int thread_pool_size;
+} cmhd_daemon_settings;
+
+static inline struct MHD_Daemon *cmhd_start_daemon(
+    cmhd_daemon_settings settings,
+    MHD_AccessHandlerCallback handler, void *handler_cls,
+    MHD_RequestCompletedCallback completed, void *completed_cls)
+{
+    struct MHD_OptionItem options[] = {
+        { MHD_OPTION_SOCK_ADDR, 0, (void *)settings.address },
+        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t)settings.connection_limit, NULL },
+        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)settings.memory_limit, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)settings.connection_timeout, NULL },
+        { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t)settings.listen_backlog, NULL },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
+        { settings.thread_pool_size > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+          (intptr_t)settings.thread_pool_size, NULL },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    return MHD_start_daemon(settings.flags, 0, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+/// The port the daemon listens on (useful after binding port 0), or 0.
+static inline uint16_t cmhd_bound_port(struct MHD_Daemon *daemon)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+/// The connection's socket, or -1.
+static inline int cmhd_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/// Sets this connection's idle timeout in seconds (0: none).
+static inline void cmhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds)
+{
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+}
+
+/// Number of connections the daemon currently holds.
+static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info == NULL ? 0 : info->num_connections;
+}
+
+/* A watch list of sockets whose peer may leave while libmicrohttpd has them suspended. */
+
+/// Watches `fd` for the peer closing (or an error), reporting `token` once.
+static inline int cmhd_watch_add(int epfd, int fd, uint64_t token)
+{
+    struct epoll_event event = { .events = EPOLLRDHUP | EPOLLONESHOT, .data = { .u64 = token } };
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
+/// Watches `fd` for reading (used for the watcher's own wake-up eventfd).
+static inline int cmhd_watch_add_readable(int epfd, int fd, uint64_t token)
+{
+    struct epoll_event event = { .events = EPOLLIN, .data = { .u64 = token } };
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
+static inline int cmhd_watch_remove(int epfd, int fd)
+{
+    struct epoll_event unused = { 0 };
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &unused);
+}
+
+/// Waits for watched events; stores up to `max` tokens. Returns their count, or -1 (see errno).
+static inline int cmhd_watch_wait(int epfd, uint64_t *tokens, int max, int timeout_ms)
+{
+    struct epoll_event events[256];
+    if (max > 256) max = 256;
+    int count = epoll_wait(epfd, events, max, timeout_ms);
+    for (int i = 0; i < count; i++) tokens[i] = events[i].data.u64;
+    return count;
+}
+
+#endif

@@ -1,0 +1,28 @@
+/// One published change: immutable and shared by every observer that receives it.
+///
+/// `data` is the complete JSON payload (it names its topic); observers never copy or re-encode it.
+public final class Event: Sendable {
+    /// The global sequence number; `0` for nothing published yet.
+    public let id: UInt64
+    /// The subject the event belongs to, such as `auctions/7`.
+    public let topic: String
+    /// The event's name, such as `bid` or `snapshot`.
+    public let name: String
+    /// The JSON payload, UTF-8.
+    public let data: [UInt8]
+    /// Labels an observer's filter may look at (changed field names, the posting object).
+    public let tags: [String]
+
+    public init(id: UInt64, topic: String, name: String, data: [UInt8], tags: [String] = []) {
+        self.id = id
+        self.topic = topic
+        self.name = name
+        self.data = data
+        self.tags = tags
+    }
+
+    /// Whether an observer of `interest` sees this event: the same topic, or a topic below it.
+    public func belongs(to interest: String) -> Bool {
+        topic == interest || (topic.hasPrefix(interest) && topic.utf8.dropFirst(interest.utf8.count).first == UInt8(ascii: "/"))
+    }
+}

@@ -1,0 +1,188 @@
+import Synchronization
+
+/// The observer core: subjects with a current value, one ordered event log with a global sequence,
+/// bounded history for replay, and the observers of each subject.
+///
+/// A change is published once: under one lock it gets the next sequence number, updates the
+/// subjects' current values, enters the history and is queued for every observer, so every
+/// observer sees every subject's events in sequence order and a new observer's snapshot and
+/// live events fit together with no gap and no duplicate.
+public final class Hub: Sendable {
+    /// A change of a subject's current value made together with an event.
+    public struct Update: Sendable {
+        public let topic: String
+        /// The new current value (JSON naming its topic), or nil when the subject is gone.
+        public let value: [UInt8]?
+
+        public init(topic: String, value: [UInt8]?) {
+            self.topic = topic
+            self.value = value
+        }
+    }
+
+    /// A subject as `/subjects` reports it.
+    public struct SubjectInfo: Sendable, Equatable {
+        public let topic: String
+        public let observers: Int
+        public let lastEventId: UInt64
+    }
+
+    struct Subject {
+        var value: [UInt8]?
+        var lastEventId: UInt64 = 0
+        var observers: [UInt64: Observer] = [:]
+    }
+
+    struct State {
+        var sequence: UInt64 = 0
+        var history = RingBuffer<Event>()
+        var subjects: [String: Subject] = [:]
+        var observerCount = 0
+        var nextObserverId: UInt64 = 1
+    }
+
+    /// How many past events are kept for replay.
+    public let historyLimit: Int
+    private let state = Mutex(State())
+
+    public init(historyLimit: Int = 10_000) {
+        self.historyLimit = max(historyLimit, 1)
+    }
+
+    /// The newest sequence number published.
+    public var lastEventId: UInt64 { state.withLock { $0.sequence } }
+
+    /// The number of live observers.
+    public var observerCount: Int { state.withLock { $0.observerCount } }
+
+    /// Every subject that has a value or observers.
+    public var subjects: [SubjectInfo] {
+        state.withLock { state in
+            state.subjects
+                .filter { $0.value.value != nil || !$0.value.observers.isEmpty }
+                .map { SubjectInfo(topic: $0.key, observers: $0.value.observers.count, lastEventId: $0.value.lastEventId) }
+                .sorted { $0.topic < $1.topic }
+        }
+    }
+
+    /// A subject's current value.
+    public func value(of topic: String) -> [UInt8]? {
+        state.withLock { $0.subjects[topic]?.value }
+    }
+
+    /// Sets current values without an event (for seeding state at start).
+    public func set(_ updates: [Update]) {
+        state.withLock { state in
+            for update in updates { state.subjects[update.topic, default: Subject()].value = update.value }
+        }
+    }
+
+    /// Publishes one event on `topic` and applies `updates` in the same step.
+    /// `makeData` builds the JSON payload from the event's sequence number.
+    @discardableResult
+    public func publish(
+        topic: String, name: String, tags: [String] = [], updates: [Update] = [], data: [UInt8]
+    ) -> Event {
+        var wakers: [@Sendable () -> Void] = []
+        let event = state.withLock { state -> Event in
+            state.sequence += 1
+            let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags)
+            if state.history.count >= historyLimit { _ = state.history.removeFirst() }
+            state.history.append(event)
+            for update in updates {
+                state.subjects[update.topic, default: Subject()].value = update.value
+            }
+            // The event's own topic and every topic above it ("units/7" → "units").
+            var cursor = Substring(topic)
+            while true {
+                if var subject = state.subjects[String(cursor)] {
+                    subject.lastEventId = event.id
+                    for observer in subject.observers.values where observer.filter?(event) ?? true {
+                        if let waker = observer.enqueue(event) { wakers.append(waker) }
+                    }
+                    state.subjects[String(cursor)] = subject
+                }
+                guard let slash = cursor.lastIndex(of: "/") else { break }
+                cursor = cursor[..<slash]
+            }
+            return event
+        }
+        for waker in wakers { waker() }
+        return event
+    }
+
+    /// Adds an observer of `topics`. It first receives, in its queue, the snapshots or the replay
+    /// that `resume` asks for, then every later event of those subjects that passes `filter`.
+    /// - Parameter queueLimit: live events that may wait; one more ends the subscription (`.overflowed`).
+    public func subscribe(
+        to topics: [String], resume: ResumePoint, queueLimit: Int = 4096,
+        filter: (@Sendable (Event) -> Bool)? = nil
+    ) -> Subscription {
+        let observer = state.withLock { state -> Observer in
+            let observer = Observer(id: state.nextObserverId, interests: topics, limit: max(queueLimit, 1), filter: filter)
+            state.nextObserverId += 1
+            observer.enqueueInitial(initialEvents(for: observer, resume: resume, in: state))
+            for topic in Set(topics) { state.subjects[topic, default: Subject()].observers[observer.id] = observer }
+            state.observerCount += 1
+            return observer
+        }
+        return Subscription(observer: observer, hub: self)
+    }
+
+    /// Ends every subscription (at shutdown).
+    public func endAll() {
+        let observers = state.withLock { state in
+            state.subjects.values.flatMap { $0.observers.values }
+        }
+        for observer in observers { observer.end(.cancelled)?() }
+    }
+
+    func remove(_ observer: Observer) {
+        state.withLock { state in
+            var removed = false
+            for topic in Set(observer.interests) {
+                guard var subject = state.subjects[topic], subject.observers.removeValue(forKey: observer.id) != nil else { continue }
+                removed = true
+                state.subjects[topic] = subject.value == nil && subject.observers.isEmpty && subject.lastEventId == 0 ? nil : subject
+            }
+            if removed { state.observerCount -= 1 }
+        }
+    }
+
+    private func initialEvents(for observer: Observer, resume: ResumePoint, in state: State) -> [Event] {
+        switch resume {
+        case .now(let snapshot):
+            return snapshot ? snapshots(for: observer.interests, in: state, resync: false) : []
+        case .unknown:
+            return snapshots(for: observer.interests, in: state, resync: true)
+        case .after(let lastSeen):
+            let oldest = state.history.first?.id ?? state.sequence + 1
+            // Replay only when every event after `lastSeen` is still kept and `lastSeen` is not from the future.
+            guard lastSeen <= state.sequence, lastSeen + 1 >= oldest else {
+                return snapshots(for: observer.interests, in: state, resync: true)
+            }
+            var events: [Event] = []
+            var offset = Int(lastSeen + 1 - oldest)
+            while offset < state.history.count {
+                let event = state.history[offset]
+                if observer.wants(event) { events.append(event) }
+                offset += 1
+            }
+            return events
+        }
+    }
+
+    private func snapshots(for topics: [String], in state: State, resync: Bool) -> [Event] {
+        var events: [Event] = []
+        for topic in topics {
+            if resync {
+                let data = Array(#"{"topic":"\#(topic)","lastEventId":"\#(state.sequence)"}"#.utf8)
+                events.append(Event(id: state.sequence, topic: topic, name: "resync", data: data))
+            }
+            if let value = state.subjects[topic]?.value {
+                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value))
+            }
+        }
+        return events
+    }
+}

@@ -1,0 +1,57 @@
+import Synchronization
+
+/// What `Subscription.poll` found.
+public enum Poll: Sendable {
+    /// Events to deliver, oldest first.
+    case events([Event])
+    /// Nothing queued. The waker will be called once when something is.
+    case idle
+    /// The subscription is over; nothing more will come.
+    case ended(ObserverEnd)
+}
+
+/// An observer's handle: take queued events with `poll`, stop with `cancel()` (or by dropping it).
+public final class Subscription: Sendable {
+    private let observer: Observer
+    private let hub: Hub
+
+    init(observer: Observer, hub: Hub) {
+        self.observer = observer
+        self.hub = hub
+    }
+
+    deinit { cancel() }
+
+    /// The subjects this subscription observes.
+    public var topics: [String] { observer.interests }
+
+    /// Sets the function called, on the publisher's thread and outside every lock, when events
+    /// arrive after a poll returned `.idle` (or when the subscription ends while idle).
+    public func setWaker(_ waker: @escaping @Sendable () -> Void) {
+        observer.state.withLock { $0.waker = waker }
+    }
+
+    /// Takes up to `limit` queued events.
+    public func poll(limit: Int = .max) -> Poll {
+        observer.state.withLock { state in
+            if let end = state.end { return .ended(end) }
+            if state.queue.isEmpty {
+                state.waiting = true
+                return .idle
+            }
+            var events: [Event] = []
+            events.reserveCapacity(min(limit, state.queue.count))
+            while events.count < limit, let event = state.queue.removeFirst() { events.append(event) }
+            return .events(events)
+        }
+    }
+
+    /// How many events wait in the queue.
+    public var queued: Int { observer.state.withLock { $0.queue.count } }
+
+    /// Stops the subscription and removes it from its subjects. Safe to call more than once.
+    public func cancel() {
+        hub.remove(observer)
+        observer.end(.cancelled)?()
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import HeraldJSON
+
+/// One accepted bid.
+public struct Bid: Sendable, Equatable {
+    public let id: String
+    public let bidder: String
+    public let amount: Int64
+    public let at: Date
+
+    public var json: JSONValue {
+        ["id": .string(id), "bidder": .string(bidder), "amount": .int(amount), "at": Timestamp.json(at)]
+    }
+}
+
+/// An auction: the rules of bidding, without timers. `AuctionHouse` drives its countdown.
+public struct Auction: Sendable {
+    public enum Status: String, Sendable { case open, closed }
+
+    public let id: String
+    public let item: String
+    public let startingPrice: Int64
+    public let createdAt: Date
+    public private(set) var status = Status.open
+    public private(set) var bids: [Bid] = []
+    public private(set) var winner: String?
+    public private(set) var closedAt: Date?
+    public var countdown: Countdown
+
+    public init(id: String, item: String, countdownSeconds: Int, startingPrice: Int64, createdAt: Date) {
+        self.id = id
+        self.item = item
+        self.startingPrice = startingPrice
+        self.createdAt = createdAt
+        self.countdown = Countdown(seconds: countdownSeconds)
+    }
+
+    /// The current price: the last bid, or the starting price before any.
+    public var price: Int64 { bids.last?.amount ?? startingPrice }
+    public var leader: String? { bids.last?.bidder }
+    /// The lowest amount the next bid may have.
+    public var minimumBid: Int64 { bids.isEmpty ? startingPrice : price + 1 }
+
+    /// Accepts a bid if the auction is open and the amount is high enough.
+    public mutating func place(bidder: String, amount: Int64, at now: Date) throws(DomainError) -> Bid {
+        guard status == .open else {
+            throw DomainError(.conflict, "auction '\(id)' is closed", extra: [("price", .int(price)), ("winner", .optional(winner))])
+        }
+        guard amount >= minimumBid else {
+            let rule = bids.isEmpty ? "at least the starting price \(startingPrice)" : "higher than the current price \(price)"
+            throw DomainError(.conflict, "a bid of \(amount) is too low: it must be \(rule)",
+                              extra: [("price", .int(price)), ("minimumBid", .int(minimumBid))])
+        }
+        let bid = Bid(id: String(bids.count + 1), bidder: bidder, amount: amount, at: now)
+        bids.append(bid)
+        return bid
+    }
+
+    /// Closes the auction; the last bidder wins.
+    public mutating func close(at now: Date) {
+        guard status == .open else { return }
+        status = .closed
+        winner = leader
+        closedAt = now
+    }
+
+    public func json(at now: Date) -> JSONValue {
+        [
+            "id": .string(id), "item": .string(item), "status": .string(status.rawValue),
+            "price": .int(price), "startingPrice": .int(startingPrice), "leader": .optional(leader),
+            "bidCount": .integer(bids.count), "countdownSeconds": .integer(countdown.seconds),
+            "remainingSeconds": .optional(countdown.remaining(at: now)), "winner": .optional(winner),
+            "createdAt": Timestamp.json(createdAt), "closedAt": Timestamp.json(closedAt),
+        ]
+    }
+}
+
+/// A request to create an auction, checked.
+public struct NewAuction: Sendable, Equatable {
+    public let item: String
+    public let countdownSeconds: Int
+    public let startingPrice: Int64
+
+    public init(item: String, countdownSeconds: Int = 7, startingPrice: Int64 = 0) {
+        self.item = item
+        self.countdownSeconds = countdownSeconds
+        self.startingPrice = startingPrice
+    }
+
+    public init(json: JSONValue) throws(DomainError) {
+        var reader = try FieldReader(json)
+        let item = reader.string("item", length: 1...200)
+        let countdown = reader.integer("countdownSeconds", required: false, range: 1...3600)
+        let price = reader.integer("startingPrice", required: false, range: 0...Int64.max)
+        try reader.finish()
+        self.init(item: item ?? "", countdownSeconds: Int(countdown ?? 7), startingPrice: price ?? 0)
+    }
+}
+
+/// A request to bid, checked.
+public struct NewBid: Sendable, Equatable {
+    public let bidder: String
+    public let amount: Int64
+
+    public init(bidder: String, amount: Int64) {
+        self.bidder = bidder
+        self.amount = amount
+    }
+
+    public init(json: JSONValue) throws(DomainError) {
+        var reader = try FieldReader(json)
+        let bidder = reader.string("bidder", length: 1...100)
+        let amount = reader.integer("amount", range: 0...Int64.max)
+        try reader.finish()
+        self.init(bidder: bidder ?? "", amount: amount ?? 0)
+    }
+}

@@ -1,0 +1,48 @@
+import HeraldJSON
+import Synchronization
+
+/// The currencies a screen can show amounts in.
+public enum Currency: String, Sendable, CaseIterable {
+    case dollar, euro, turkishLira, gramGold
+}
+
+/// The default currency every screen follows.
+public final class CurrencySetting: Sendable {
+    public static let topic = "currency"
+    private let current: Mutex<Currency>
+    private let sink: any ChangeSink
+
+    public init(initial: Currency = .dollar, sink: any ChangeSink) {
+        self.current = Mutex(initial)
+        self.sink = sink
+        sink.seed([(Self.topic, Self.json(initial))])
+    }
+
+    public var value: Currency { current.withLock { $0 } }
+
+    public static func json(_ currency: Currency) -> JSONValue {
+        ["default": .string(currency.rawValue), "available": .array(Currency.allCases.map { .string($0.rawValue) })]
+    }
+
+    public func get() -> JSONValue { Self.json(value) }
+
+    /// Sets the default; notifies only when it really changes.
+    public func set(json: JSONValue) throws(DomainError) -> JSONValue {
+        var reader = try FieldReader(json)
+        let name = reader.string("default")
+        let allowed = Currency.allCases.map(\.rawValue).joined(separator: ", ")
+        if let name, Currency(rawValue: name) == nil { reader.fail("default", "must be one of \(allowed)") }
+        try reader.finish()
+        guard let name, let currency = Currency(rawValue: name) else { throw DomainError(.invalid, "default must be one of \(allowed)") }
+        return current.withLock { current in
+            let previous = current
+            if currency != previous {
+                current = currency
+                sink.publish(Change(topic: Self.topic, event: "currency",
+                                    payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
+                                    values: [(Self.topic, Self.json(currency))]))
+            }
+            return Self.json(currency)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import HeraldJSON
+
+/// One invalid field of a request.
+public struct FieldError: Sendable, Equatable {
+    public let field: String
+    public let message: String
+
+    public init(field: String, message: String) {
+        self.field = field
+        self.message = message
+    }
+}
+
+/// Why the domain refused a command. The server maps `kind` to an HTTP status.
+public struct DomainError: Error, Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// No such auction, trip or unit.
+        case notFound
+        /// The command is well-formed but conflicts with the current state (a closed auction, a low bid).
+        case conflict
+        /// One or more values are invalid.
+        case invalid
+    }
+
+    public let kind: Kind
+    public let message: String
+    public var fields: [FieldError] = []
+    /// Extra members for the problem document, such as the current price of a refused bid.
+    public var extra: [(String, JSONValue)] = []
+
+    public init(_ kind: Kind, _ message: String, fields: [FieldError] = [], extra: [(String, JSONValue)] = []) {
+        self.kind = kind
+        self.message = message
+        self.fields = fields
+        self.extra = extra
+    }
+
+    public static func == (lhs: DomainError, rhs: DomainError) -> Bool {
+        lhs.kind == rhs.kind && lhs.message == rhs.message && lhs.fields == rhs.fields
+    }
+
+    public static func notFound(_ what: String, _ id: String) -> DomainError {
+        DomainError(.notFound, "no \(what) with id '\(id)'")
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import HeraldJSON
+
+/// Reads and checks the fields of a JSON request body, collecting every problem before it throws.
+struct FieldReader {
+    private let members: [(String, JSONValue)]
+    private(set) var errors: [FieldError] = []
+
+    init(_ body: JSONValue) throws(DomainError) {
+        guard case .object(let members) = body else {
+            throw DomainError(.invalid, "the body must be a JSON object", fields: [FieldError(field: "", message: "expected an object, got \(body.typeName)")])
+        }
+        self.members = members
+    }
+
+    private func value(_ name: String) -> JSONValue? {
+        guard let value = members.first(where: { $0.0 == name })?.1, !value.isNull else { return nil }
+        return value
+    }
+
+    func has(_ name: String) -> Bool { value(name) != nil }
+
+    mutating func fail(_ field: String, _ message: String) {
+        errors.append(FieldError(field: field, message: message))
+    }
+
+    mutating func string(_ name: String, required: Bool = true, length: ClosedRange<Int>? = nil) -> String? {
+        guard let value = value(name) else {
+            if required { fail(name, "is required") }
+            return nil
+        }
+        guard case .string(let string) = value else {
+            fail(name, "must be a string, got \(value.typeName)")
+            return nil
+        }
+        if let length, !length.contains(string.count) {
+            fail(name, "must be \(length.lowerBound) to \(length.upperBound) characters long")
+            return nil
+        }
+        return string
+    }
+
+    mutating func integer(_ name: String, required: Bool = true, range: ClosedRange<Int64>? = nil) -> Int64? {
+        guard let value = value(name) else {
+            if required { fail(name, "is required") }
+            return nil
+        }
+        guard case .int(let number) = value else {
+            fail(name, "must be an integer, got \(value.typeName)")
+            return nil
+        }
+        if let range, !range.contains(number) {
+            fail(name, range.upperBound == .max ? "must be at least \(range.lowerBound)" : "must be between \(range.lowerBound) and \(range.upperBound)")
+            return nil
+        }
+        return number
+    }
+
+    mutating func date(_ name: String, required: Bool = true) -> Date? {
+        guard let text = string(name, required: required) else { return nil }
+        guard let date = Timestamp.parse(text) else {
+            fail(name, "must be an RFC 3339 date-time, such as 2015-10-09T13:09:53Z")
+            return nil
+        }
+        return date
+    }
+
+    mutating func object(_ name: String) -> JSONValue? {
+        guard let value = value(name) else { return nil }
+        guard case .object = value else {
+            fail(name, "must be an object, got \(value.typeName)")
+            return nil
+        }
+        return value
+    }
+
+    func finish() throws(DomainError) {
+        guard errors.isEmpty else {
+            throw DomainError(.invalid, errors.map { "\($0.field) \($0.message)" }.joined(separator: "; "), fields: errors)
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import HeraldJSON
+import Synchronization
+
+/// A unit of the data store: something with a name and a health status.
+public struct Unit: Sendable, Equatable {
+    public enum Status: String, Sendable, CaseIterable {
+        case healthy, wounded, dead
+
+        /// The face a view shows for the status.
+        public var face: String {
+            switch self {
+            case .healthy: "🙂"
+            case .wounded: "🤕"
+            case .dead: "💀"
+            }
+        }
+    }
+
+    public let id: String
+    public var name: String
+    public var status: Status
+
+    public var json: JSONValue {
+        ["id": .string(id), "name": .string(name), "status": .string(status.rawValue), "face": .string(status.face)]
+    }
+
+    /// Whether `id` is 1–64 characters of letters, digits, `_` and `-`.
+    public static func isValidId(_ id: String) -> Bool {
+        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D
+        }
+    }
+}
+
+/// The unit store. An observer of `units/{id}` sees only that unit; one of `units` sees them all.
+public final class UnitStore: Sendable {
+    public static let collectionTopic = "units"
+    public static func topic(_ id: String) -> String { "units/\(id)" }
+
+    private let units = Mutex<[String: Unit]>([:])
+    private let sink: any ChangeSink
+
+    public init(sink: any ChangeSink) {
+        self.sink = sink
+        sink.seed([(Self.collectionTopic, Self.listJSON([:]))])
+    }
+
+    public func list() -> [JSONValue] { units.withLock { Self.sorted($0).map(\.json) } }
+
+    public func get(_ id: String) throws(DomainError) -> JSONValue {
+        guard let unit = units.withLock({ $0[id] }) else { throw .notFound("unit", id) }
+        return unit.json
+    }
+
+    public func exists(_ id: String) -> Bool { units.withLock { $0[id] != nil } }
+
+    /// Creates or replaces a unit; `created` is true when it did not exist.
+    public func put(id: String, json: JSONValue) throws(DomainError) -> (unit: JSONValue, created: Bool) {
+        var reader = try FieldReader(json)
+        if !Unit.isValidId(id) { reader.fail("id", "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -") }
+        let name = reader.string("name", length: 1...100)
+        let statusName = reader.string("status")
+        let status = statusName.flatMap(Unit.Status.init(rawValue:))
+        if statusName != nil, status == nil { reader.fail("status", "must be one of healthy, wounded, dead") }
+        try reader.finish()
+        guard let name, let status else { throw DomainError(.invalid, "name and status are required") }
+        let unit = Unit(id: id, name: name, status: status)
+        return units.withLock { units in
+            let created = units[id] == nil
+            units[id] = unit
+            sink.publish(Change(topic: Self.topic(id), event: "unit", payload: ["unit": unit.json, "created": .bool(created)],
+                                values: [(Self.topic(id), ["unit": unit.json]), (Self.collectionTopic, Self.listJSON(units))]))
+            return (unit.json, created)
+        }
+    }
+
+    public func delete(_ id: String) throws(DomainError) {
+        try units.withLock { units throws(DomainError) in
+            guard units.removeValue(forKey: id) != nil else { throw .notFound("unit", id) }
+            sink.publish(Change(topic: Self.topic(id), event: "removed", payload: ["id": .string(id)],
+                                values: [(Self.topic(id), nil), (Self.collectionTopic, Self.listJSON(units))]))
+        }
+    }
+
+    private static func sorted(_ units: [String: Unit]) -> [Unit] { units.values.sorted { $0.id < $1.id } }
+    private static func listJSON(_ units: [String: Unit]) -> JSONValue { ["units": .array(sorted(units).map(\.json))] }
+}

@@ -1,0 +1,37 @@
+/// An HTTP request as a handler sees it: the whole body has been read.
+public struct Request: Sendable {
+    public let method: String
+    /// The path, percent-decoded, without the query.
+    public let path: String
+    /// Query arguments in order; a name may repeat (`topic=a&topic=b`).
+    public let query: [(name: String, value: String)]
+    /// Header fields with lower-case names.
+    public let headers: [(name: String, value: String)]
+    public let body: [UInt8]
+    /// Path parameters filled in by the router (`{id}`).
+    public var parameters: [String: String] = [:]
+
+    public init(method: String, path: String, query: [(name: String, value: String)] = [],
+                headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers.map { ($0.name.lowercased(), $0.value) }
+        self.body = body
+    }
+
+    /// The first value of header `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name == lower }?.value
+    }
+
+    /// The first value of query argument `name`.
+    public func query(_ name: String) -> String? { query.first { $0.name == name }?.value }
+
+    /// Every value of query argument `name`.
+    public func queryValues(_ name: String) -> [String] { query.filter { $0.name == name }.map(\.value) }
+
+    /// The path parameter `name`; the router guarantees the ones in its pattern.
+    public func parameter(_ name: String) -> String { parameters[name] ?? "" }
+}

@@ -1,0 +1,46 @@
+import HeraldJSON
+
+/// An HTTP response: a complete body, or a Server-Sent Events stream.
+public struct Response: Sendable {
+    public enum Body: Sendable {
+        case bytes([UInt8])
+        case eventStream(any EventFeed)
+    }
+
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: Body
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .bytes([])) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response.
+    public static func json(_ value: JSONValue, status: Int = 200, headers: [(name: String, value: String)] = []) -> Response {
+        Response(status: status, headers: [("Content-Type", "application/json")] + headers, body: .bytes(value.bytes))
+    }
+
+    /// A response with no body.
+    public static func empty(status: Int, headers: [(name: String, value: String)] = []) -> Response {
+        Response(status: status, headers: headers)
+    }
+
+    /// A text response of the given type.
+    public static func text(_ text: String, contentType: String, status: Int = 200) -> Response {
+        Response(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(text.utf8)))
+    }
+
+    /// An SSE stream fed by `feed`. Headers say not to cache or buffer it.
+    public static func eventStream(_ feed: any EventFeed) -> Response {
+        Response(status: 200, headers: [
+            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+        ], body: .eventStream(feed))
+    }
+
+    /// The value of header `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}

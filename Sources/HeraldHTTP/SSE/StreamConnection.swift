@@ -1,0 +1,128 @@
+import CMicroHTTPD
+import Synchronization
+
+/// A libmicrohttpd connection pointer. libmicrohttpd allows `MHD_resume_connection` from any thread;
+/// every other use stays on the daemon's thread, inside `StreamConnection`'s lock.
+struct ConnectionPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
+/// One SSE response in flight: the bytes waiting to be written and whether libmicrohttpd has the
+/// connection suspended. The lock makes "found nothing, suspend" and "something came, resume"
+/// atomic, so a wake-up is never lost and a connection is never resumed unless suspended.
+final class StreamConnection: Sendable {
+    enum Closing {
+        /// Server shutdown: end the chunked body cleanly.
+        case graceful
+        /// The client left or fell behind: drop the connection.
+        case abort
+    }
+
+    struct State {
+        var pending: [UInt8]
+        var offset = 0
+        var suspended = false
+        var closing: Closing?
+        var heartbeatDue = false
+        /// libmicrohttpd released the response: never touch the connection again.
+        var released = false
+    }
+
+    let token: UInt64
+    let feed: any EventFeed
+    let connection: ConnectionPointer
+    let socket: Int32
+    weak let registry: StreamRegistry?
+    private let state: Mutex<State>
+
+    init(token: UInt64, feed: any EventFeed, connection: ConnectionPointer, socket: Int32, preamble: [UInt8],
+         registry: StreamRegistry) {
+        self.registry = registry
+        self.token = token
+        self.feed = feed
+        self.connection = connection
+        self.socket = socket
+        self.state = Mutex(State(pending: preamble))
+    }
+
+    /// libmicrohttpd's content reader: fills `buffer`, or suspends the connection when there is nothing.
+    /// Runs on the daemon's thread.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        state.withLock { state -> Int in
+            if state.released { return Int(CMHD_CONTENT_READER_END_WITH_ERROR) }
+            if state.offset == state.pending.count {
+                state.pending.removeAll(keepingCapacity: true)
+                state.offset = 0
+                if let closing = state.closing {
+                    return Int(closing == .graceful ? CMHD_CONTENT_READER_END_OF_STREAM : CMHD_CONTENT_READER_END_WITH_ERROR)
+                }
+                fill(&state, room: buffer.count)
+                if state.pending.isEmpty {
+                    if state.closing != nil { return Int(CMHD_CONTENT_READER_END_WITH_ERROR) }
+                    // Idle: give the memory back and sleep until the feed wakes us.
+                    state.pending = []
+                    state.suspended = true
+                    MHD_suspend_connection(connection.raw)
+                    return 0
+                }
+            }
+            let count = min(buffer.count, state.pending.count - state.offset)
+            state.pending.withUnsafeBytes { bytes in
+                buffer.baseAddress?.copyMemory(from: bytes.baseAddress! + state.offset, byteCount: count)
+            }
+            state.offset += count
+            return count
+        }
+    }
+
+    private func fill(_ state: inout State, room: Int) {
+        if state.heartbeatDue {
+            state.pending.append(contentsOf: SSEEncoder.heartbeat)
+            state.heartbeatDue = false
+        }
+        // Coalesce what is queued into one write, up to about one buffer's worth.
+        while state.pending.count < room {
+            switch feed.poll(limit: 64) {
+            case .messages(let messages):
+                for message in messages { SSEEncoder.append(message, to: &state.pending) }
+            case .idle:
+                return
+            case .finished:
+                state.closing = .abort
+                return
+            }
+        }
+    }
+
+    /// Resumes the connection if it is suspended. Safe from any thread, any number of times.
+    func wake() {
+        state.withLock { state in
+            guard state.suspended, !state.released else { return }
+            state.suspended = false
+            MHD_resume_connection(connection.raw)
+        }
+    }
+
+    /// Ends the stream at the next chance.
+    func close(_ how: Closing) {
+        state.withLock { state in
+            if state.closing == nil { state.closing = how }
+        }
+        wake()
+    }
+
+    /// Asks for a heartbeat comment, written at once if the stream is idle.
+    func heartbeat() {
+        state.withLock { $0.heartbeatDue = true }
+        wake()
+    }
+
+    /// libmicrohttpd dropped the response (client gone, error, or shutdown).
+    func released() {
+        state.withLock { state in
+            state.released = true
+            state.pending = []
+        }
+        feed.close()
+    }
+}

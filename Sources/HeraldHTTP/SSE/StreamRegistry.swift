@@ -1,0 +1,95 @@
+import CMicroHTTPD
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Every open SSE stream. One watcher thread blocks in epoll on their sockets so that a client that
+/// leaves while its stream is suspended is noticed at once (libmicrohttpd does not notice it), and one
+/// the same thread sends the heartbeats. Idle streams cost no CPU.
+final class StreamRegistry: Sendable {
+    private struct State {
+        var streams: [UInt64: StreamConnection] = [:]
+        var nextToken: UInt64 = 1
+    }
+
+    private let state = Mutex(State())
+    private let epoll: Int32
+    private let wakeup: Int32
+    private let stopped = Atomic<Bool>(false)
+    private let watcherDone = DispatchSemaphore(value: 0)
+
+    init() {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeup = eventfd(0, Int32(EFD_CLOEXEC))
+        _ = cmhd_watch_add_readable(epoll, wakeup, 0)
+    }
+
+    deinit {
+        close(epoll)
+        close(wakeup)
+    }
+
+    var count: Int { state.withLock { $0.streams.count } }
+
+    func makeToken() -> UInt64 {
+        state.withLock { state in
+            defer { state.nextToken += 1 }
+            return state.nextToken
+        }
+    }
+
+    func add(_ stream: StreamConnection) {
+        state.withLock { $0.streams[stream.token] = stream }
+        if stream.socket >= 0 { _ = cmhd_watch_add(epoll, stream.socket, stream.token) }
+    }
+
+    /// Called from the response's free callback, before libmicrohttpd closes the socket.
+    func remove(_ stream: StreamConnection) {
+        if stream.socket >= 0 { _ = cmhd_watch_remove(epoll, stream.socket) }
+        state.withLock { _ = $0.streams.removeValue(forKey: stream.token) }
+    }
+
+    var all: [StreamConnection] { state.withLock { Array($0.streams.values) } }
+
+    /// Starts the watcher thread, which also sends the heartbeats.
+    func start(heartbeat: Duration?) {
+        let interval = heartbeat.flatMap { $0 > .zero ? $0 : nil }
+        let thread = Thread { [self] in watch(heartbeat: interval) }
+        thread.name = "herald-stream-watcher"
+        thread.start()
+    }
+
+    /// Stops the watcher and the timer.
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiring) else { return }
+        var one: UInt64 = 1
+        _ = write(wakeup, &one, 8)
+        watcherDone.wait()
+    }
+
+    private func watch(heartbeat: Duration?) {
+        var tokens = [UInt64](repeating: 0, count: 256)
+        let clock = ContinuousClock()
+        var nextHeartbeat = heartbeat.map { clock.now + $0 }
+        while !stopped.load(ordering: .acquiring) {
+            var timeout: Int32 = -1
+            if let due = nextHeartbeat {
+                let left = clock.now.duration(to: due)
+                if left <= .zero {
+                    for stream in all { stream.heartbeat() }
+                    nextHeartbeat = heartbeat.map { due + $0 }
+                    continue
+                }
+                timeout = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            }
+            let count = tokens.withUnsafeMutableBufferPointer { cmhd_watch_wait(epoll, $0.baseAddress, 256, timeout) }
+            guard count > 0 else {
+                if count < 0, errno != EINTR { break }
+                continue
+            }
+            let gone = state.withLock { state in tokens[0..<Int(count)].compactMap { $0 == 0 ? nil : state.streams[$0] } }
+            for stream in gone { stream.close(.abort) }
+        }
+        watcherDone.signal()
+    }
+}

@@ -1,0 +1,131 @@
+import CMicroHTTPD
+import Foundation
+import HeraldJSON
+import Logging
+
+// libmicrohttpd's callbacks. They capture nothing: the server comes through `cls` with `Unmanaged`,
+// the request's state through `con_cls`. All run on the daemon's thread.
+extension HTTPServer {
+    static let accessCallback: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, contextPointer in
+        guard let cls, let connection, let contextPointer, let uploadSize else { return MHD_Result.NO }
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        return server.handle(connection: connection, url: url, method: method,
+                             upload: uploadData, uploadSize: uploadSize, context: contextPointer)
+    }
+
+    static let completedCallback: MHD_RequestCompletedCallback = { _, _, contextPointer, _ in
+        guard let contextPointer, let raw = contextPointer.pointee else { return }
+        Unmanaged<RequestContext>.fromOpaque(raw).release()
+        contextPointer.pointee = nil
+    }
+
+    static let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
+        guard let cls, let buffer else { return Int(CMHD_CONTENT_READER_END_WITH_ERROR) }
+        let stream = Unmanaged<StreamConnection>.fromOpaque(cls).takeUnretainedValue()
+        return stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
+    }
+
+    static let streamReleased: MHD_ContentReaderFreeCallback = { cls in
+        guard let cls else { return }
+        let stream = Unmanaged<StreamConnection>.fromOpaque(cls).takeRetainedValue()
+        stream.released()
+        stream.registry?.remove(stream)
+    }
+
+    private func handle(
+        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>, context contextPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        guard let raw = contextPointer.pointee else {
+            // First call, headers only. Queueing a response now would cost keep-alive (see shared notes),
+            // except for a declared body that is too large: refuse it before it is sent.
+            let context = RequestContext()
+            contextPointer.pointee = Unmanaged.passRetained(context).toOpaque()
+            if let length = Self.header(connection, "Content-Length").flatMap(Int.init), length > configuration.bodyLimit {
+                return queue(tooLarge(), on: connection, method: method)
+            }
+            return MHD_Result.YES
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            if !context.tooLarge, let upload {
+                if context.body.count + uploadSize.pointee > configuration.bodyLimit {
+                    context.tooLarge = true
+                    context.body = []
+                } else {
+                    upload.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
+                        context.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: uploadSize.pointee))
+                    }
+                }
+            }
+            uploadSize.pointee = 0
+            return MHD_Result.YES
+        }
+        if context.tooLarge { return queue(tooLarge(), on: connection, method: method) }
+        let request = Request(
+            method: method.map { String(cString: $0) } ?? "GET",
+            path: url.map { String(cString: $0) } ?? "/",
+            query: Self.values(connection, MHD_ValueKind.GET_ARGUMENT_KIND),
+            headers: Self.values(connection, MHD_ValueKind.HEADER_KIND),
+            body: context.body)
+        let response = handler(request)
+        logger.debug("request", metadata: [
+            "http.method": "\(request.method)", "http.path": "\(request.path)", "http.status": "\(response.status)",
+        ])
+        return queue(response, on: connection, method: method)
+    }
+
+    private func tooLarge() -> Response {
+        Problem(status: 413, detail: "the request body is larger than \(configuration.bodyLimit) bytes").response
+    }
+
+    private func queue(_ response: Response, on connection: OpaquePointer, method: UnsafePointer<CChar>?) -> MHD_Result {
+        let mhdResponse: OpaquePointer?
+        switch response.body {
+        case .bytes(let bytes):
+            mhdResponse = bytes.withUnsafeBytes { buffer in
+                MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
+            }
+        case .eventStream(let feed):
+            let stream = StreamConnection(
+                token: streams.makeToken(), feed: feed, connection: ConnectionPointer(raw: connection),
+                socket: cmhd_connection_fd(connection), preamble: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds),
+                registry: streams)
+            let context = Unmanaged.passRetained(stream)
+            mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 16 * 1024, HTTPServer.streamReader,
+                                                            context.toOpaque(), HTTPServer.streamReleased)
+            if mhdResponse == nil {
+                context.release()
+                feed.close()
+            } else {
+                feed.setWaker { [weak stream] in stream?.wake() }
+                streams.add(stream)
+                cmhd_set_connection_timeout(connection, 0)
+            }
+        }
+        guard let mhdResponse else { return MHD_Result.NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        for header in response.headers {
+            _ = MHD_add_response_header(mhdResponse, header.name, header.value)
+        }
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    private static func header(_ connection: OpaquePointer, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    /// Every key/value pair of one kind (headers, query arguments), in order.
+    private static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(name: String, value: String)] {
+        var pairs: [(name: String, value: String)] = []
+        withUnsafeMutablePointer(to: &pairs) { pointer in
+            _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
+                guard let cls, let key else { return MHD_Result.YES }
+                let pairs = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
+                pairs.pointee.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                return MHD_Result.YES
+            }, pointer)
+        }
+        return pairs
+    }
+}

@@ -1,0 +1,95 @@
+import CMicroHTTPD
+import Foundation
+import HeraldJSON
+import Logging
+import Synchronization
+
+/// An HTTP/1.1 server on libmicrohttpd: one epoll thread, keep-alive, bodies read in chunks with a
+/// limit, and SSE streams that are suspended while idle (no thread or polling per stream).
+public final class HTTPServer: Sendable {
+    struct Daemon: @unchecked Sendable {
+        // Only passed to libmicrohttpd's thread-safe functions (info, stop).
+        let raw: OpaquePointer
+    }
+
+    public let configuration: HTTPServerConfiguration
+    let handler: @Sendable (Request) -> Response
+    let logger: Logger
+    let streams = StreamRegistry()
+    private let daemon = Mutex<Daemon?>(nil)
+    private let boundPort = Atomic<Int>(0)
+
+    /// - Parameter handler: answers every request; runs on the server's thread and must not block.
+    public init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping @Sendable (Request) -> Response) {
+        self.configuration = configuration
+        self.logger = logger
+        self.handler = handler
+    }
+
+    /// The port the server listens on, once started.
+    public var port: Int { boundPort.load(ordering: .relaxed) }
+
+    /// Open SSE streams.
+    public var streamCount: Int { streams.count }
+
+    /// Connections libmicrohttpd holds now.
+    public var connectionCount: Int {
+        daemon.withLock { $0.map { Int(cmhd_current_connections($0.raw)) } ?? 0 }
+    }
+
+    /// Binds and starts serving.
+    public func start() throws(HTTPServerError) {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE
+        var info: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(configuration.host, String(configuration.port), &hints, &info)
+        guard status == 0, let address = info else {
+            throw HTTPServerError("cannot resolve host '\(configuration.host)': \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(info) }
+        let isIPv6 = address.pointee.ai_family == AF_INET6
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        if logger.logLevel <= .debug { flags |= MHD_USE_ERROR_LOG.rawValue }
+        let settings = cmhd_daemon_settings(
+            flags: UInt32(flags), address: address.pointee.ai_addr,
+            connection_limit: UInt32(configuration.connectionLimit ?? Self.defaultConnectionLimit()),
+            memory_limit: configuration.connectionMemoryLimit,
+            connection_timeout: UInt32(max(configuration.connectionTimeout, 0)),
+            listen_backlog: UInt32(configuration.listenBacklog),
+            thread_pool_size: UInt32(max(configuration.threads, 1)))
+        let context = Unmanaged.passRetained(self)
+        guard let raw = cmhd_start_daemon(settings, HTTPServer.accessCallback, context.toOpaque(),
+                                          HTTPServer.completedCallback, context.toOpaque()) else {
+            context.release()
+            throw HTTPServerError("cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed)")
+        }
+        daemon.withLock { $0 = Daemon(raw: raw) }
+        boundPort.store(Int(cmhd_bound_port(raw)), ordering: .relaxed)
+        streams.start(heartbeat: configuration.heartbeat)
+        logger.debug("http server started", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
+    }
+
+    /// Stops: ends every stream cleanly, waits up to `grace` for them to finish, then closes the rest.
+    public func stop(grace: Duration = .seconds(5)) {
+        guard let raw = daemon.withLock({ $0 })?.raw else { return }
+        let listener = MHD_quiesce_daemon(raw)
+        if listener >= 0 { close(listener) }
+        for stream in streams.all { stream.close(.graceful) }
+        let deadline = ContinuousClock.now + grace
+        while streams.count > 0, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        streams.stop()
+        daemon.withLock { $0 = nil }
+        MHD_stop_daemon(raw)
+        Unmanaged.passUnretained(self).release()
+        logger.debug("http server stopped")
+    }
+
+    /// The open-file limit less a reserve for the store, logs and timers.
+    static func defaultConnectionLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1020 }
+        return max(Int(min(limit.rlim_cur, 1 << 20)) - 64, 16)
+    }
+}

@@ -1,0 +1,32 @@
+/// How the HTTP server listens and what it allows a connection.
+public struct HTTPServerConfiguration: Sendable {
+    /// Address to bind: an IPv4 or IPv6 literal, or a name such as `localhost`.
+    public var host: String = "127.0.0.1"
+    /// Port to bind; 0 picks a free one (read it back from `HTTPServer.port`).
+    public var port: Int = 8080
+    /// Most connections held at once; nil: the open-file limit less a reserve.
+    public var connectionLimit: Int?
+    /// libmicrohttpd's memory pool per connection (headers, buffers).
+    public var connectionMemoryLimit: Int = 16 * 1024
+    /// Largest request body accepted; a larger one gets 413.
+    public var bodyLimit: Int = 64 * 1024
+    /// Seconds an idle non-streaming connection is kept open. Streams have no timeout.
+    public var connectionTimeout: Int = 60
+    /// How often an SSE stream gets a heartbeat comment; nil: never.
+    public var heartbeat: Duration? = .seconds(15)
+    /// The `retry:` an SSE stream tells its client, in milliseconds.
+    public var retryMilliseconds: Int = 3000
+    /// libmicrohttpd polling threads (1: one epoll thread).
+    public var threads: Int = 1
+    /// Pending connections the kernel may queue before accept.
+    public var listenBacklog: Int = 4096
+
+    public init() {}
+}
+
+/// Why the server could not start.
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) { self.description = description }
+}

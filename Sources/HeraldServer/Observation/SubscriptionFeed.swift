@@ -1,0 +1,24 @@
+import HeraldCore
+import HeraldHTTP
+
+/// An observer seen as an SSE feed: each core event becomes one message, its shared data untouched.
+final class SubscriptionFeed: EventFeed {
+    private let subscription: Subscription
+
+    init(_ subscription: Subscription) { self.subscription = subscription }
+
+    func poll(limit: Int) -> FeedPoll {
+        switch subscription.poll(limit: limit) {
+        case .events(let events):
+            .messages(events.map { SSEMessage(id: String($0.id), event: $0.name, data: $0.data) })
+        case .idle:
+            .idle
+        case .ended:
+            .finished
+        }
+    }
+
+    func setWaker(_ waker: @escaping @Sendable () -> Void) { subscription.setWaker(waker) }
+
+    func close() { subscription.cancel() }
+}

@@ -1,0 +1,58 @@
+import HeraldCore
+import HeraldDomain
+import HeraldHTTP
+import HeraldJSON
+
+/// Opens SSE streams: checks the subjects, works out where the observer starts and what it keeps.
+struct EventRoutes: Sendable {
+    let hub: Hub
+    let queueLimit: Int
+    /// Whether a topic names a subject that exists (unknown auctions, trips and units are 404).
+    let exists: @Sendable (String) -> Bool
+
+    /// Most subjects one connection may observe.
+    static let maxTopics = 64
+
+    func stream(_ request: Request, topics: [String]) throws -> Response {
+        for topic in topics where !exists(topic) {
+            throw Problem(status: 404, detail: "no subject '\(topic)'")
+        }
+        let subscription = hub.subscribe(to: topics, resume: try resumePoint(request), queueLimit: queueLimit,
+                                         filter: filter(request))
+        return .eventStream(SubscriptionFeed(subscription))
+    }
+
+    /// `GET /events?topic=…&topic=…`.
+    func streamMany(_ request: Request) throws -> Response {
+        let topics = request.queryValues("topic")
+        guard !topics.isEmpty else { throw Problem(status: 400, detail: "name at least one subject: /events?topic=currency&topic=auctions/1") }
+        guard topics.count <= Self.maxTopics else { throw Problem(status: 400, detail: "at most \(Self.maxTopics) topics per stream") }
+        return try stream(request, topics: topics)
+    }
+
+    /// `Last-Event-ID` (header, or `lastEventId` for a first connection), else the snapshot choice.
+    private func resumePoint(_ request: Request) throws -> ResumePoint {
+        if let last = request.header("Last-Event-ID") ?? request.query("lastEventId") {
+            let digits = last.trimmingCharacters(in: .whitespaces)
+            guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let id = UInt64(digits) else { return .unknown }
+            return .after(id)
+        }
+        switch request.query("snapshot") {
+        case nil, "true", "1": return .now(snapshot: true)
+        case "false", "0": return .now(snapshot: false)
+        case let other?: throw Problem(status: 400, detail: "snapshot must be true or false, not '\(other)'")
+        }
+    }
+
+    /// `?fields=` keeps only trip changes touching those fields; `?object=` only that object's notifications.
+    private func filter(_ request: Request) -> (@Sendable (Event) -> Bool)? {
+        let fields = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) } }.filter { !$0.isEmpty })
+        let object = request.query("object").map { "object:\($0)" }
+        guard !fields.isEmpty || object != nil else { return nil }
+        return { event in
+            if event.name == "trip", !fields.isEmpty { return event.tags.contains(where: fields.contains) }
+            if event.name == "notification", let object { return event.tags.contains(object) }
+            return true
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+import HeraldDomain
+import HeraldHTTP
+import HeraldJSON
+
+extension Routes {
+    mutating func addTrips(_ trips: TripBoard, events: EventRoutes) {
+        add("POST", "/trips") { request in
+            let trip = trips.create(try NewTrip(json: try request.json()))
+            return .json(trip.json(locale: request.locale), status: 201, headers: [("Location", "/trips/\(trip.id)")])
+        }
+        add("GET", "/trips") { request in
+            let locale = request.locale
+            return .json(["trips": .array(trips.list().map { $0.json(locale: locale) })])
+        }
+        add("GET", "/trips/{id}") { request in .json(try trips.get(request.parameter("id")).json(locale: request.locale)) }
+        add("PATCH", "/trips/{id}") { request in
+            let id = request.parameter("id")
+            _ = try trips.get(id)
+            return .json(try trips.patch(id, json: try request.json()).json(locale: request.locale))
+        }
+        add("POST", "/trips/{id}/delay") { request in
+            let id = request.parameter("id")
+            _ = try trips.get(id)
+            return .json(try trips.delay(id, json: try request.json()).json(locale: request.locale))
+        }
+        add("GET", "/trips/{id}/events") { request in
+            try events.stream(request, topics: [TripBoard.topic(request.parameter("id"))])
+        }
+    }
+}
+
+extension Request {
+    /// `?locale=`, else the first `Accept-Language` tag, else en_US.
+    var locale: Locale {
+        let tag = query("locale")
+            ?? header("Accept-Language")?.split(separator: ",").first.map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces) }
+        guard let tag, !tag.isEmpty, tag != "*", tag.utf8.count <= 35,
+              tag.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) })
+        else { return TripBoard.eventLocale }
+        return Locale(identifier: tag.replacingOccurrences(of: "-", with: "_"))
+    }
+}

@@ -1,0 +1,48 @@
+import HeraldDomain
+import HeraldHTTP
+import HeraldJSON
+
+/// Builds the router; every handler's `DomainError` becomes its problem response here, in one place.
+struct Routes {
+    private(set) var router = Router()
+
+    mutating func add(_ method: String, _ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Response) {
+        router.add(method, pattern) { request in
+            do {
+                return try handler(request)
+            } catch let error as DomainError {
+                throw Problem(error)
+            }
+        }
+    }
+}
+
+extension Problem {
+    /// The problem for a domain refusal: 404 unknown id, 409 conflict, 422 invalid values.
+    init(_ error: DomainError) {
+        switch error.kind {
+        case .notFound:
+            self.init(status: 404, detail: error.message, extra: error.extra)
+        case .conflict:
+            self.init(status: 409, detail: error.message, extra: error.extra)
+        case .invalid:
+            let fields = error.fields.map { JSONValue.object([("field", .string($0.field)), ("message", .string($0.message))]) }
+            self.init(status: 422, detail: error.message, extra: [("errors", .array(fields))] + error.extra)
+        }
+    }
+}
+
+extension Request {
+    /// The body as JSON: 415 unless it is declared JSON, 400 when it does not parse.
+    func json() throws -> JSONValue {
+        let type = header("Content-Type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        guard type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) else {
+            throw Problem(status: 415, detail: "the body must be application/json, not '\(type.isEmpty ? "(none)" : type)'")
+        }
+        do {
+            return try JSONValue.parse(body)
+        } catch {
+            throw Problem(status: 400, detail: error.reason)
+        }
+    }
+}

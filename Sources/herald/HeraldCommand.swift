@@ -1,0 +1,112 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import HeraldServer
+import Logging
+
+/// `herald`: runs the server until SIGTERM or SIGINT. Every option can also come from `HERALD_<NAME>`.
+@main
+struct HeraldCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "A real-time state server: change state over JSON HTTP, watch it change over Server-Sent Events.",
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY, HERALD_CORS_ORIGIN, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1.")
+
+    @Option(help: "Address to listen on (env HERALD_HOST).")
+    var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (env HERALD_PORT).")
+    var port: Int = Environment.int("HERALD_PORT") ?? 8080
+
+    @Option(help: "Seconds between heartbeat comments on idle streams; 0 turns them off (env HERALD_HEARTBEAT_SECONDS).")
+    var heartbeatSeconds: Int = Environment.int("HERALD_HEARTBEAT_SECONDS") ?? 15
+
+    @Option(help: "Past events kept for Last-Event-ID replay (env HERALD_HISTORY).")
+    var history: Int = Environment.int("HERALD_HISTORY") ?? 10_000
+
+    @Option(help: "Access-Control-Allow-Origin for browsers (env HERALD_CORS_ORIGIN).")
+    var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
+    var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
+
+    @Flag(help: "Start empty, without the example auction, trip and unit (env HERALD_NO_EXAMPLES=1).")
+    var noExamples: Bool = Environment.flag("HERALD_NO_EXAMPLES")
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard heartbeatSeconds >= 0 else { throw ValidationError("--heartbeat-seconds must be 0 or more") }
+        guard history >= 1 else { throw ValidationError("--history must be at least 1") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "herald")
+        let openFiles = raiseOpenFileLimit()
+
+        var configuration = HeraldConfiguration()
+        configuration.http.host = host
+        configuration.http.port = port
+        configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
+        configuration.history = history
+        configuration.corsOrigin = corsOrigin
+        configuration.examples = !noExamples
+
+        let herald = Herald(configuration: configuration, logger: logger)
+        do {
+            try herald.start()
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode.failure
+        }
+        logger.info("ready", metadata: ["open.files": "\(openFiles)"])
+        waitForTermination()
+        logger.info("stopping")
+        herald.stop()
+    }
+
+    /// Blocks until SIGTERM or SIGINT.
+    private func waitForTermination() {
+        let stop = DispatchSemaphore(value: 0)
+        var sources: [any DispatchSourceSignal] = []
+        for signal in [SIGTERM, SIGINT] {
+            Foundation.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        stop.wait()
+        sources.forEach { $0.cancel() }
+    }
+
+    /// Raises the soft open-file limit to the hard one: every connection is a file.
+    private func raiseOpenFileLimit() -> UInt {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        return UInt(limit.rlim_cur)
+    }
+}
+
+/// Option defaults from the environment.
+enum Environment {
+    static func string(_ name: String) -> String? {
+        ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    static func int(_ name: String) -> Int? { string(name).flatMap { Int($0) } }
+
+    static func flag(_ name: String) -> Bool {
+        guard let value = string(name)?.lowercased() else { return false }
+        return ["1", "true", "yes", "on"].contains(value)
+    }
+}
