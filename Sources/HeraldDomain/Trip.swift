@@ -8,6 +8,13 @@ public struct Trip: Sendable, Equatable {
     public let arrival: Date
     public var actualDeparture: Date
 
+    public init(id: String, departure: Date, arrival: Date, actualDeparture: Date) {
+        self.id = id
+        self.departure = departure
+        self.arrival = arrival
+        self.actualDeparture = actualDeparture
+    }
+
     public var durationSeconds: Int { Int(arrival.timeIntervalSince(departure)) }
     public var delaySeconds: Int { Int(actualDeparture.timeIntervalSince(departure)) }
     public var delayed: Bool { delaySeconds > 0 }

@@ -1,0 +1,121 @@
+import HeraldCore
+import Testing
+
+@Suite struct HubTests {
+    func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+    func text(_ event: Event) -> String { String(decoding: event.data, as: UTF8.self) }
+
+    func drain(_ subscription: Subscription) -> [Event] {
+        if case .events(let events) = subscription.poll() { return events }
+        return []
+    }
+
+    @Test func aNewObserverGetsTheCurrentValueThenLiveEventsInOrder() {
+        let hub = Hub()
+        hub.set([Hub.Update(topic: "currency", value: bytes("v0"))])
+        hub.publish(topic: "currency", name: "currency", updates: [Hub.Update(topic: "currency", value: bytes("v1"))], data: bytes("e1"))
+        let subscription = hub.subscribe(to: ["currency"], resume: .now(snapshot: true))
+        hub.publish(topic: "currency", name: "currency", updates: [Hub.Update(topic: "currency", value: bytes("v2"))], data: bytes("e2"))
+        let events = drain(subscription)
+        #expect(events.map(\.name) == ["snapshot", "currency"])
+        #expect(events.map(text) == ["v1", "e2"])
+        #expect(events.map(\.id) == [1, 2], "the snapshot carries the sequence it reflects")
+    }
+
+    @Test func observersOfOneSubjectSeeNothingOfAnother() {
+        let hub = Hub()
+        let seven = hub.subscribe(to: ["units/7"], resume: .now(snapshot: false))
+        let all = hub.subscribe(to: ["units"], resume: .now(snapshot: false))
+        hub.publish(topic: "units/7", name: "unit", data: bytes("7"))
+        hub.publish(topic: "units/8", name: "unit", data: bytes("8"))
+        hub.publish(topic: "units7", name: "unit", data: bytes("not below units"))
+        #expect(drain(seven).map(text) == ["7"])
+        #expect(drain(all).map(text) == ["7", "8"])
+    }
+
+    @Test func replayAfterALastEventIdIsExact() {
+        let hub = Hub(historyLimit: 100)
+        for index in 1...10 { hub.publish(topic: index.isMultiple(of: 2) ? "a" : "b", name: "e", data: bytes("\(index)")) }
+        let subscription = hub.subscribe(to: ["a"], resume: .after(4))
+        hub.publish(topic: "a", name: "e", data: bytes("11"))
+        #expect(drain(subscription).map(\.id) == [6, 8, 10, 11])
+    }
+
+    @Test func anIdOlderThanTheHistoryOrUnknownGetsResyncAndSnapshot() {
+        let hub = Hub(historyLimit: 3)
+        hub.set([Hub.Update(topic: "a", value: bytes("state"))])
+        for index in 1...10 { hub.publish(topic: "a", name: "e", data: bytes("\(index)")) }
+        for resume in [ResumePoint.after(2), .unknown, .after(99)] {
+            let events = drain(hub.subscribe(to: ["a"], resume: resume))
+            #expect(events.map(\.name) == ["resync", "snapshot"], "\(resume)")
+            #expect(events.allSatisfy { $0.id == 10 })
+        }
+        #expect(drain(hub.subscribe(to: ["a"], resume: .after(7))).map(\.id) == [8, 9, 10], "the oldest kept boundary replays")
+    }
+
+    @Test func filtersApplyToLiveAndReplayedEvents() {
+        let hub = Hub()
+        hub.publish(topic: "t", name: "trip", tags: ["actualDeparture"], data: bytes("1"))
+        hub.publish(topic: "t", name: "trip", tags: ["actualDeparture", "delay"], data: bytes("2"))
+        let subscription = hub.subscribe(to: ["t"], resume: .after(0)) { $0.tags.contains("delay") }
+        hub.publish(topic: "t", name: "trip", tags: ["delayed"], data: bytes("3"))
+        hub.publish(topic: "t", name: "trip", tags: ["delay"], data: bytes("4"))
+        #expect(drain(subscription).map(text) == ["2", "4"])
+    }
+
+    @Test func aFullQueueEndsOnlyThatObserver() {
+        let hub = Hub()
+        let slow = hub.subscribe(to: ["a"], resume: .now(snapshot: false), queueLimit: 2)
+        let fast = hub.subscribe(to: ["a"], resume: .now(snapshot: false), queueLimit: 100)
+        for index in 1...3 { hub.publish(topic: "a", name: "e", data: bytes("\(index)")) }
+        guard case .ended(.overflowed) = slow.poll() else {
+            Issue.record("the slow observer must be ended")
+            return
+        }
+        #expect(drain(fast).count == 3)
+    }
+
+    @Test func theWakerIsCalledOnceAfterAnIdlePoll() {
+        let hub = Hub()
+        let subscription = hub.subscribe(to: ["a"], resume: .now(snapshot: false))
+        let counter = Counter()
+        subscription.setWaker { counter.increment() }
+        hub.publish(topic: "a", name: "e", data: bytes("1"))
+        #expect(counter.value == 0, "not idle yet: no wake needed")
+        _ = drain(subscription)
+        guard case .idle = subscription.poll() else {
+            Issue.record("expected idle")
+            return
+        }
+        hub.publish(topic: "a", name: "e", data: bytes("2"))
+        hub.publish(topic: "a", name: "e", data: bytes("3"))
+        #expect(counter.value == 1)
+    }
+
+    @Test func cancellingOrDroppingASubscriptionRemovesTheObserver() {
+        let hub = Hub()
+        let subscription = hub.subscribe(to: ["a", "b"], resume: .now(snapshot: false))
+        #expect(hub.observerCount == 1)
+        #expect(hub.subjects.map(\.observers) == [1, 1])
+        subscription.cancel()
+        subscription.cancel()
+        #expect(hub.observerCount == 0)
+        do { _ = hub.subscribe(to: ["a"], resume: .now(snapshot: false)) }
+        #expect(hub.observerCount == 0)
+    }
+
+    @Test func aSubjectObservedTwiceThroughParentAndChildGetsEachEventOnce() {
+        let hub = Hub()
+        let subscription = hub.subscribe(to: ["units", "units/1"], resume: .now(snapshot: false))
+        hub.publish(topic: "units/1", name: "unit", data: bytes("x"))
+        #expect(drain(subscription).count == 1)
+    }
+}
+
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+import Synchronization

@@ -1,0 +1,104 @@
+import Foundation
+import HeraldDomain
+import HeraldJSON
+import Testing
+
+@Suite struct TripTests {
+    func date(_ text: String) -> Date { Timestamp.parse(text) ?? .distantPast }
+
+    var seed: NewTrip {
+        NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
+                actualDeparture: date("2015-10-09T13:14:53Z"))
+    }
+
+    @Test func delayAndFlagFollowTheActualDeparture() throws {
+        let board = TripBoard(sink: RecordingSink())
+        let trip = board.create(seed)
+        #expect(trip.durationSeconds == 1000)
+        #expect(trip.delaySeconds == 300 && trip.delayed)
+        let early = try board.delay(trip.id, json: ["deltaSeconds": -360])
+        #expect(early.delaySeconds == -60 && !early.delayed)
+        let patched = try board.patch(trip.id, json: ["actualDeparture": "2015-10-09T13:09:53Z"])
+        #expect(patched.delaySeconds == 0 && !patched.delayed)
+    }
+
+    @Test func displayStringsInEnglish() {
+        let board = TripBoard(sink: RecordingSink())
+        let display = TripDisplay(trip: board.create(seed), locale: Locale(identifier: "en_US"))
+        #expect(display.date == "10/9/2015")
+        // ICU puts a narrow no-break space before the day period.
+        #expect(display.departure == "1:09\u{202F}PM")
+        #expect(display.arrival == "1:26\u{202F}PM")
+        #expect(display.duration == "16 min")
+        #expect(display.delay == "5 minutes delay")
+    }
+
+    @Test func displayStringsInGerman() {
+        let board = TripBoard(sink: RecordingSink())
+        let display = TripDisplay(trip: board.create(seed), locale: Locale(identifier: "de_DE"))
+        #expect(display.date == "9.10.2015")
+        #expect(display.departure == "13:09")
+        #expect(display.duration == "16 Min.")
+        #expect(display.delay == "5 Minuten Verspätung")
+    }
+
+    @Test func noDelayStringWhenOnTime() {
+        let trip = Trip(id: "1", departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
+                        actualDeparture: date("2015-10-09T13:09:53Z"))
+        #expect(TripDisplay(trip: trip, locale: Locale(identifier: "en_US")).delay == nil)
+    }
+
+    @Test func changesNameTheFieldsTheyTouch() throws {
+        let sink = RecordingSink()
+        let board = TripBoard(sink: sink)
+        let trip = board.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z")))
+        _ = try board.delay(trip.id, json: ["deltaSeconds": 60])
+        _ = try board.delay(trip.id, json: ["deltaSeconds": 60])
+        #expect(sink.all.map(\.tags) == [["actualDeparture", "delay", "delayed"], ["actualDeparture", "delay"]])
+    }
+
+    @Test func invalidInputIsRefusedWithTheFields() {
+        let board = TripBoard(sink: RecordingSink())
+        #expect(throws: DomainError.self) {
+            try NewTrip(json: ["departure": "2015-10-09T13:26:33Z", "arrival": "2015-10-09T13:09:53Z"])
+        }
+        #expect(throws: DomainError.self) { try NewTrip(json: ["departure": "yesterday", "arrival": "2015-10-09T13:09:53Z"]) }
+        let trip = board.create(seed)
+        #expect(throws: DomainError.self) { try board.delay(trip.id, json: ["deltaSeconds": 0]) }
+        #expect(throws: DomainError.self) { try board.delay(trip.id, json: ["deltaSeconds": 86_401]) }
+        #expect(throws: DomainError.notFound("trip", "42")) { try board.delay("42", json: ["deltaSeconds": 5]) }
+    }
+}
+
+@Suite struct UnitAndCurrencyTests {
+    @Test func unitsPublishToTheirOwnTopicWithTheCollectionValue() throws {
+        let sink = RecordingSink()
+        let store = UnitStore(sink: sink)
+        let first = try store.put(id: "a", json: ["name": "Alpha", "status": "healthy"])
+        #expect(first.created && first.unit["face"] == .string("🙂"))
+        #expect(try !store.put(id: "a", json: ["name": "Alpha", "status": "dead"]).created)
+        try store.delete("a")
+        #expect(sink.all.map(\.topic) == ["units/a", "units/a", "units/a"])
+        #expect(sink.names == ["unit", "unit", "removed"])
+        #expect(sink.all.last?.values.first?.value == nil, "a removed unit has no current value")
+        #expect(throws: DomainError.self) { try store.put(id: "bad id!", json: ["name": "x", "status": "healthy"]) }
+        #expect(throws: DomainError.self) { try store.put(id: "b", json: ["name": "x", "status": "asleep"]) }
+        #expect(throws: DomainError.notFound("unit", "a")) { try store.delete("a") }
+    }
+
+    @Test func currencyNotifiesOnlyRealChanges() throws {
+        let sink = RecordingSink()
+        let currency = CurrencySetting(sink: sink)
+        _ = try currency.set(json: ["default": "dollar"])
+        #expect(sink.all.isEmpty)
+        _ = try currency.set(json: ["default": "euro"])
+        #expect(sink.all.first?.payload == ["default": "euro", "previous": "dollar"])
+        do {
+            _ = try currency.set(json: ["default": "yen"])
+            Issue.record("an unknown currency must be refused")
+        } catch {
+            #expect(error.fields.first?.message.contains("gramGold") == true)
+        }
+        #expect(currency.value == .euro)
+    }
+}

@@ -1,0 +1,56 @@
+import HeraldHTTP
+import HeraldTestSupport
+import Testing
+
+@Suite struct SSEEncoderTests {
+    @Test func encodesIdEventAndOneDataLine() {
+        let bytes = SSEEncoder.encode(SSEMessage(id: "42", event: "bid", data: Array(#"{"topic":"auctions/1"}"#.utf8)))
+        #expect(String(decoding: bytes, as: UTF8.self) == "id: 42\nevent: bid\ndata: {\"topic\":\"auctions/1\"}\n\n")
+    }
+
+    @Test func splitsLineBreaksIntoDataLinesSoAParserGetsTheSameText() {
+        var parser = SSEParser()
+        let data = "one\ntwo\r\nthree\rfour"
+        let events = parser.feed(SSEEncoder.encode(SSEMessage(id: nil, event: nil, data: Array(data.utf8))))
+        #expect(events.map(\.data) == ["one\ntwo\nthree\nfour"])
+    }
+
+    @Test func preambleAndHeartbeatAreCommentsAndRetry() {
+        var parser = SSEParser()
+        let events = parser.feed(SSEEncoder.preamble(retryMilliseconds: 3000) + SSEEncoder.heartbeat)
+        #expect(events.isEmpty)
+        #expect(parser.retry == 3000)
+        #expect(parser.comments.count == 2)
+    }
+}
+
+@Suite struct RouterTests {
+    var router: Router {
+        var router = Router()
+        router.add("GET", "/auctions/{id}") { .text($0.parameter("id"), contentType: "text/plain") }
+        router.add("POST", "/auctions/{id}/bids") { _ in .empty(status: 201) }
+        router.add("GET", "/auctions/{id}/bids") { _ in .empty(status: 200) }
+        return router
+    }
+
+    @Test func bindsPathParameters() {
+        let response = router.respond(to: Request(method: "GET", path: "/auctions/7"))
+        guard case .bytes(let body) = response.body else { return }
+        #expect(String(decoding: body, as: UTF8.self) == "7")
+    }
+
+    @Test func unknownPathIs404AndWrongMethodIs405WithAllow() {
+        #expect(router.respond(to: Request(method: "GET", path: "/nope")).status == 404)
+        let response = router.respond(to: Request(method: "DELETE", path: "/auctions/7/bids"))
+        #expect(response.status == 405)
+        #expect(response.header("Allow") == "GET, HEAD, OPTIONS, POST")
+        #expect(response.header("Content-Type") == "application/problem+json")
+    }
+
+    @Test func thrownProblemsBecomeResponses() {
+        var router = Router()
+        router.add("GET", "/x") { _ in throw Problem(status: 409, detail: "no") }
+        let response = router.respond(to: Request(method: "GET", path: "/x"))
+        #expect(response.status == 409)
+    }
+}
