@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer", "HeraldCore", "HeraldJSON", "HeraldTestSupport"]
+            dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "herald"]
         ),
     ]
 )

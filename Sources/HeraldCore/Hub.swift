@@ -83,7 +83,7 @@ public final class Hub: Sendable {
     public func publish(
         topic: String, name: String, tags: [String] = [], updates: [Update] = [], data: [UInt8]
     ) -> Event {
-        var wakers: [@Sendable () -> Void] = []
+        var wakers: [(Waker, Bool)] = []
         let event = state.withLock { state -> Event in
             state.sequence += 1
             let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags)
@@ -97,17 +97,23 @@ public final class Hub: Sendable {
             while true {
                 if var subject = state.subjects[String(cursor)] {
                     subject.lastEventId = event.id
-                    for observer in subject.observers.values where observer.filter?(event) ?? true {
-                        if let waker = observer.enqueue(event) { wakers.append(waker) }
-                    }
                     state.subjects[String(cursor)] = subject
+                    for observer in subject.observers.values where observer.filter?(event) ?? true {
+                        switch observer.enqueue(event) {
+                        case .queued, .skipped: break
+                        case .wake(let waker): wakers.append((waker, false))
+                        case .overflowed(let waker):
+                            Self.remove(observer, from: &state)
+                            if let waker { wakers.append((waker, true)) }
+                        }
+                    }
                 }
                 guard let slash = cursor.lastIndex(of: "/") else { break }
                 cursor = cursor[..<slash]
             }
             return event
         }
-        for waker in wakers { waker() }
+        for (waker, ended) in wakers { waker(ended) }
         return event
     }
 
@@ -134,19 +140,21 @@ public final class Hub: Sendable {
         let observers = state.withLock { state in
             state.subjects.values.flatMap { $0.observers.values }
         }
-        for observer in observers { observer.end(.cancelled)?() }
+        for observer in observers { observer.end(.cancelled)?(true) }
     }
 
     func remove(_ observer: Observer) {
-        state.withLock { state in
-            var removed = false
-            for topic in Set(observer.interests) {
-                guard var subject = state.subjects[topic], subject.observers.removeValue(forKey: observer.id) != nil else { continue }
-                removed = true
-                state.subjects[topic] = subject.value == nil && subject.observers.isEmpty && subject.lastEventId == 0 ? nil : subject
-            }
-            if removed { state.observerCount -= 1 }
+        state.withLock { Self.remove(observer, from: &$0) }
+    }
+
+    private static func remove(_ observer: Observer, from state: inout State) {
+        var removed = false
+        for topic in Set(observer.interests) {
+            guard var subject = state.subjects[topic], subject.observers.removeValue(forKey: observer.id) != nil else { continue }
+            removed = true
+            state.subjects[topic] = subject.value == nil && subject.observers.isEmpty && subject.lastEventId == 0 ? nil : subject
         }
+        if removed { state.observerCount -= 1 }
     }
 
     private func initialEvents(for observer: Observer, resume: ResumePoint, in state: State) -> [Event] {

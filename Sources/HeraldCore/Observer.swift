@@ -1,5 +1,19 @@
 import Synchronization
 
+/// Called when an idle observer has events (`false`) or has ended (`true`).
+public typealias Waker = @Sendable (_ ended: Bool) -> Void
+
+/// What queueing one event did.
+enum Delivery {
+    case queued
+    /// Queued to an observer that was waiting: call the waker with `false`.
+    case wake(Waker)
+    /// The queue was full: the observer is over; remove it and call the waker (if any) with `true`.
+    case overflowed(Waker?)
+    /// The observer had already ended, or had the event.
+    case skipped
+}
+
 /// The hub's side of one subscription: a bounded queue of events waiting to be taken.
 final class Observer: Sendable {
     struct State {
@@ -8,7 +22,7 @@ final class Observer: Sendable {
         var end: ObserverEnd?
         /// Set when a poll found the queue empty: the next event must call the waker.
         var waiting = false
-        var waker: (@Sendable () -> Void)?
+        var waker: Waker?
         /// The newest event queued, so an event reaching it through two interests is queued once.
         var lastQueued: UInt64 = 0
     }
@@ -29,21 +43,22 @@ final class Observer: Sendable {
         interests.contains { event.belongs(to: $0) } && (filter?(event) ?? true)
     }
 
-    /// Queues `event`; returns the waker to call (outside any lock) when the observer was waiting.
-    func enqueue(_ event: Event) -> (@Sendable () -> Void)? {
+    /// Queues `event`. The caller calls any waker outside its locks.
+    func enqueue(_ event: Event) -> Delivery {
         state.withLock { state in
-            guard state.end == nil, event.id == 0 || event.id > state.lastQueued else { return nil }
+            guard state.end == nil, event.id > state.lastQueued else { return .skipped }
             if state.queue.count >= state.limit {
                 // A slow consumer is cut off rather than slowing the publisher or growing without bound.
                 state.end = .overflowed
                 state.queue.removeAll()
-            } else {
-                state.queue.append(event)
-                if event.id > 0 { state.lastQueued = event.id }
+                state.waiting = false
+                return .overflowed(state.waker)
             }
-            guard state.waiting else { return nil }
+            state.queue.append(event)
+            state.lastQueued = event.id
+            guard state.waiting, let waker = state.waker else { return .queued }
             state.waiting = false
-            return state.waker
+            return .wake(waker)
         }
     }
 
@@ -58,7 +73,7 @@ final class Observer: Sendable {
         }
     }
 
-    func end(_ reason: ObserverEnd) -> (@Sendable () -> Void)? {
+    func end(_ reason: ObserverEnd) -> Waker? {
         state.withLock { state in
             guard state.end == nil else { return nil }
             state.end = reason

@@ -26,8 +26,8 @@ public final class Subscription: Sendable {
     public var topics: [String] { observer.interests }
 
     /// Sets the function called, on the publisher's thread and outside every lock, when events
-    /// arrive after a poll returned `.idle` (or when the subscription ends while idle).
-    public func setWaker(_ waker: @escaping @Sendable () -> Void) {
+    /// arrive after a poll returned `.idle` (with `false`), or when the subscription ends (with `true`).
+    public func setWaker(_ waker: @escaping Waker) {
         observer.state.withLock { $0.waker = waker }
     }
 
@@ -52,6 +52,6 @@ public final class Subscription: Sendable {
     /// Stops the subscription and removes it from its subjects. Safe to call more than once.
     public func cancel() {
         hub.remove(observer)
-        observer.end(.cancelled)?()
+        observer.end(.cancelled)?(true)
     }
 }

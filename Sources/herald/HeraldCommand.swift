@@ -10,7 +10,7 @@ struct HeraldCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "A real-time state server: change state over JSON HTTP, watch it change over Server-Sent Events.",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY, HERALD_CORS_ORIGIN, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1.")
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY, HERALD_OBSERVER_QUEUE, HERALD_CORS_ORIGIN, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -24,6 +24,9 @@ struct HeraldCommand: ParsableCommand {
     @Option(help: "Past events kept for Last-Event-ID replay (env HERALD_HISTORY).")
     var history: Int = Environment.int("HERALD_HISTORY") ?? 10_000
 
+    @Option(help: "Live events that may wait for one slow observer before its stream is closed (env HERALD_OBSERVER_QUEUE).")
+    var observerQueue: Int = Environment.int("HERALD_OBSERVER_QUEUE") ?? 4096
+
     @Option(help: "Access-Control-Allow-Origin for browsers (env HERALD_CORS_ORIGIN).")
     var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"
 
@@ -36,6 +39,7 @@ struct HeraldCommand: ParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard heartbeatSeconds >= 0 else { throw ValidationError("--heartbeat-seconds must be 0 or more") }
+        guard observerQueue >= 1 else { throw ValidationError("--observer-queue must be at least 1") }
         guard history >= 1 else { throw ValidationError("--history must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
     }
@@ -55,6 +59,7 @@ struct HeraldCommand: ParsableCommand {
         configuration.http.port = port
         configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
         configuration.history = history
+        configuration.observerQueueLimit = observerQueue
         configuration.corsOrigin = corsOrigin
         configuration.examples = !noExamples
 

@@ -79,7 +79,7 @@ import Testing
         let hub = Hub()
         let subscription = hub.subscribe(to: ["a"], resume: .now(snapshot: false))
         let counter = Counter()
-        subscription.setWaker { counter.increment() }
+        subscription.setWaker { _ in counter.increment() }
         hub.publish(topic: "a", name: "e", data: bytes("1"))
         #expect(counter.value == 0, "not idle yet: no wake needed")
         _ = drain(subscription)

@@ -78,8 +78,8 @@ public final class SSEClient {
     public private(set) var ended = false
 
     /// Connects and sends the request; `head` is read with the first event.
-    public init(port: Int, path: String, headers: [(String, String)] = []) throws {
-        socket = try Socket(port: port)
+    public init(port: Int, path: String, headers: [(String, String)] = [], receiveBuffer: Int32? = nil) throws {
+        socket = try Socket(port: port, receiveBuffer: receiveBuffer)
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         try socket.send(request + "\r\n")

@@ -5,9 +5,14 @@ public final class Socket {
     public let fd: Int32
     private var closed = false
 
-    public init(port: Int, host: String = "127.0.0.1", timeout: Double = 5) throws {
+    /// - Parameter receiveBuffer: a small kernel receive buffer (set before connecting, as TCP needs),
+    ///   so a client that stops reading fills it quickly.
+    public init(port: Int, host: String = "127.0.0.1", timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestError("socket() failed: errno \(errno)") }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -44,10 +49,12 @@ public final class Socket {
 
     public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
-    /// Reads what is available (blocking up to the timeout). Empty: the peer closed. Throws on timeout.
+    /// Reads what is available (blocking up to the timeout). Empty: the peer closed (or reset).
+    /// Throws on timeout.
     public func receive(max: Int = 65536) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: max)
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, max, 0) }
+        if count < 0, errno == ECONNRESET { return [] }
         if count < 0 {
             throw errno == EAGAIN || errno == EWOULDBLOCK ? TestError.timeout : TestError("recv failed: errno \(errno)")
         }
@@ -66,3 +73,4 @@ public struct TestError: Error, CustomStringConvertible, Equatable {
     public init(_ description: String) { self.description = description }
     public static let timeout = TestError("timed out")
 }
+

@@ -24,8 +24,9 @@ public enum FeedPoll: Sendable {
 /// when it is idle, and resumes it when the feed calls the waker.
 public protocol EventFeed: AnyObject, Sendable {
     func poll(limit: Int) -> FeedPoll
-    /// Sets the function to call when an idle feed has something. It may be called from any thread.
-    func setWaker(_ waker: @escaping @Sendable () -> Void)
+    /// Sets the function to call when an idle feed has something (`false`) or when the feed is over
+    /// (`true`: the connection is closed even if it is busy writing). It may be called from any thread.
+    func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void)
     /// The connection is gone: release what the feed holds. Called exactly once.
     func close()
 }

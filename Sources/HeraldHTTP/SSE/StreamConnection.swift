@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Glibc
 import Synchronization
 
 /// A libmicrohttpd connection pointer. libmicrohttpd allows `MHD_resume_connection` from any thread;
@@ -103,10 +104,13 @@ final class StreamConnection: Sendable {
         }
     }
 
-    /// Ends the stream at the next chance.
+    /// Ends the stream at the next chance. An abort also shuts the socket down, so a connection
+    /// stuck writing to a client that stopped reading fails at once instead of waiting.
     func close(_ how: Closing) {
         state.withLock { state in
+            guard !state.released else { return }
             if state.closing == nil { state.closing = how }
+            if how == .abort, socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
         }
         wake()
     }

@@ -98,9 +98,11 @@ extension HTTPServer {
                 context.release()
                 feed.close()
             } else {
-                feed.setWaker { [weak stream] in stream?.wake() }
+                feed.setWaker { [weak stream] finished in finished ? stream?.close(.abort) : stream?.wake() }
+                // The connection keeps the daemon's timeout: a suspended stream never times out, an active
+                // one only when its client stops reading for that long. A per-connection timeout would put
+                // every stream on a list libmicrohttpd walks on each pass of its loop.
                 streams.add(stream)
-                cmhd_set_connection_timeout(connection, 0)
             }
         }
         guard let mhdResponse else { return MHD_Result.NO }

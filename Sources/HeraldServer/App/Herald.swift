@@ -50,8 +50,8 @@ public final class Herald: Sendable {
     /// Stops timers, ends every stream cleanly and stops listening.
     public func stop() {
         auctions.stop()
-        hub.endAll()
         server.stop()
+        hub.endAll()
         logger.info("herald stopped")
     }
 

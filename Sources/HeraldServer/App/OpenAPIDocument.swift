@@ -2,5 +2,6 @@
 enum OpenAPIDocument {
     static let yaml = #"""
 openapi: 3.1.0
+
 """#
 }

@@ -18,7 +18,7 @@ final class SubscriptionFeed: EventFeed {
         }
     }
 
-    func setWaker(_ waker: @escaping @Sendable () -> Void) { subscription.setWaker(waker) }
+    func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void) { subscription.setWaker(waker) }
 
     func close() { subscription.cancel() }
 }

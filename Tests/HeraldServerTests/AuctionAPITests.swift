@@ -1,0 +1,99 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+@Suite struct AuctionAPITests {
+    @Test func createGetListAndBid() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let created = try client.post("/auctions", #"{"item":"Pocket watch","countdownSeconds":30,"startingPrice":100}"#)
+        #expect(created.status == 201)
+        let id = try #require(created.json["id"] as? String)
+        #expect(created.header("Location") == "/auctions/\(id)")
+        #expect(created.json["status"] as? String == "open")
+        #expect(created.json["remainingSeconds"] is NSNull)
+        #expect(try client.get("/auctions/\(id)").json["item"] as? String == "Pocket watch")
+        #expect((try client.get("/auctions").json["auctions"] as? [Any])?.count == 1)
+
+        let bid = try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":100}"#)
+        #expect(bid.status == 201)
+        let auction = try #require(bid.json["auction"] as? [String: Any])
+        #expect(auction["price"] as? Int == 100)
+        #expect(auction["leader"] as? String == "ann")
+        #expect(auction["remainingSeconds"] as? Int == 30)
+        #expect((bid.json["bid"] as? [String: Any])?["bidder"] as? String == "ann")
+
+        let low = try client.post("/auctions/\(id)/bids", #"{"bidder":"bob","amount":100}"#)
+        #expect(low.status == 409)
+        #expect(low.header("Content-Type") == "application/problem+json")
+        #expect(low.json["price"] as? Int == 100)
+        #expect(low.json["title"] as? String == "Conflict")
+        let bids = try client.get("/auctions/\(id)/bids").json["bids"] as? [[String: Any]]
+        #expect(bids?.map { $0["amount"] as? Int } == [100])
+    }
+
+    @Test func aClosedAuctionRefusesBids() throws {
+        let clock = ManualClock()
+        let server = try TestHerald(clock: clock)
+        let id = try server.auction(countdown: 2)
+        let client = server.client()
+        #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":5}"#).status == 201)
+        clock.advance(by: 2)
+        let closed = try client.get("/auctions/\(id)").json
+        #expect(closed["status"] as? String == "closed")
+        #expect(closed["winner"] as? String == "ann")
+        let refused = try client.post("/auctions/\(id)/bids", #"{"bidder":"bob","amount":50}"#)
+        #expect(refused.status == 409)
+        #expect((refused.json["detail"] as? String)?.contains("closed") == true)
+        #expect(try client.get("/auctions/\(id)/bids").json["bids"].map { ($0 as? [Any])?.count } == 1)
+    }
+
+    @Test func badInputGetsAProblemAndChangesNothing() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let id = try server.auction()
+        let cases: [(String, String, [(String, String)], Int)] = [
+            ("/auctions", "{not json", [], 400),
+            ("/auctions", #"{"item":"x"}"#, [("Content-Type", "text/plain")], 415),
+            ("/auctions", #"{"item":""}"#, [], 422),
+            ("/auctions", #"{"item":"x","countdownSeconds":"7"}"#, [], 422),
+            ("/auctions", #"[1,2]"#, [], 422),
+            ("/auctions/\(id)/bids", #"{"bidder":"ann","amount":1.5}"#, [], 422),
+            ("/auctions/\(id)/bids", #"{"bidder":"ann"}"#, [], 422),
+            ("/auctions/\(id)/bids", #"{"bidder":"ann","amount":-1}"#, [], 422),
+            ("/auctions/999/bids", #"{"bidder":"ann","amount":1}"#, [], 404),
+        ]
+        for (path, body, headers, status) in cases {
+            let response = try client.request("POST", path, json: body, headers: headers)
+            #expect(response.status == status, "\(path) \(body)")
+            #expect(response.header("Content-Type") == "application/problem+json")
+            #expect(response.json["status"] as? Int == status)
+            #expect(response.json["detail"] is String)
+        }
+        let invalid = try client.post("/auctions", #"{"item":"","countdownSeconds":0}"#)
+        let fields = (invalid.json["errors"] as? [[String: Any]])?.compactMap { $0["field"] as? String }
+        #expect(Set(fields ?? []) == ["item", "countdownSeconds"])
+        #expect((try client.get("/auctions").json["auctions"] as? [Any])?.count == 1)
+        #expect(try client.get("/auctions/\(id)").json["bidCount"] as? Int == 0)
+    }
+
+    @Test func aBodyOverTheLimitIs413() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let item = String(repeating: "x", count: 70 * 1024)
+        let response = try client.post("/auctions", #"{"item":"\#(item)"}"#)
+        #expect(response.status == 413)
+        #expect(response.header("Content-Type") == "application/problem+json")
+        #expect(try server.client().get("/auctions").json["auctions"].map { ($0 as? [Any])?.count } == 0)
+    }
+
+    @Test func unknownRoutesAndMethods() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        #expect(try client.get("/nothing").status == 404)
+        #expect(try client.get("/auctions/404").status == 404)
+        let wrong = try client.request("DELETE", "/auctions")
+        #expect(wrong.status == 405)
+        #expect(wrong.header("Allow") == "GET, HEAD, OPTIONS, POST")
+    }
+}

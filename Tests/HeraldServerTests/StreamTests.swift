@@ -1,0 +1,154 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+@Suite struct StreamTests {
+    @Test func aStreamOpensAtOnceWithHeadersRetryAndASnapshot() throws {
+        let server = try TestHerald()
+        let id = try server.auction()
+        let stream = try server.stream("/auctions/\(id)/events")
+        let head = try #require(stream.head)
+        #expect(head.status == 200)
+        #expect(head.header("Content-Type") == "text/event-stream")
+        #expect(head.header("Cache-Control") == "no-store")
+        #expect(head.header("X-Accel-Buffering") == "no")
+        let snapshot = try stream.next()
+        #expect(stream.retry == 3000)
+        #expect(stream.comments.first?.isEmpty == false, "a comment line comes first")
+        #expect(snapshot.event == "snapshot")
+        #expect(snapshot.json["topic"] as? String == "auctions/\(id)")
+        #expect((snapshot.json["auction"] as? [String: Any])?["id"] as? String == id)
+        #expect(snapshot.id?.allSatisfy(\.isNumber) == true)
+    }
+
+    @Test func liveEventsReachEveryObserverInOrder() throws {
+        let server = try TestHerald()
+        let id = try server.auction()
+        let streams = try (0..<3).map { _ in try server.stream("/auctions/\(id)/events?snapshot=false") }
+        let client = server.client()
+        for amount in 1...5 { _ = try client.post("/auctions/\(id)/bids", #"{"bidder":"b\#(amount)","amount":\#(amount)}"#) }
+        for stream in streams {
+            let bids = try stream.next(5).filter { $0.event == "bid" }
+            #expect(bids.compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int } == [1, 2, 3, 4, 5])
+            let ids = bids.compactMap { $0.id.flatMap(UInt64.init) }
+            #expect(ids == ids.sorted() && Set(ids).count == 5)
+        }
+    }
+
+    @Test func theCountdownTicksAndClosesOverTheStream() throws {
+        let clock = ManualClock()
+        let server = try TestHerald(clock: clock)
+        let id = try server.auction(countdown: 3)
+        let stream = try server.stream("/auctions/\(id)/events?snapshot=false")
+        _ = try server.client().post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":10}"#)
+        #expect(try stream.next().event == "bid")
+        clock.advance(by: 1)
+        clock.advance(by: 1)
+        clock.advance(by: 1)
+        let events = try stream.next(3)
+        #expect(events.map(\.event) == ["tick", "tick", "closed"])
+        #expect(events.prefix(2).compactMap { $0.json["remainingSeconds"] as? Int } == [2, 1])
+        #expect(events[2].json["winner"] as? String == "ann")
+    }
+
+    @Test func lastEventIdReplaysExactlyWhatWasMissed() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let id = try server.auction()
+        let first = try server.stream("/auctions/\(id)/events")
+        _ = try client.post("/auctions/\(id)/bids", #"{"bidder":"a","amount":1}"#)
+        _ = try first.next()
+        let seen = try first.next()
+        #expect(seen.event == "bid")
+        first.close()
+        for amount in 2...4 { _ = try client.post("/auctions/\(id)/bids", #"{"bidder":"a","amount":\#(amount)}"#) }
+        _ = try client.put("/currency", #"{"default":"euro"}"#)
+
+        let lastId = try #require(seen.id)
+        for headers in [[("Last-Event-ID", lastId)]] {
+            let again = try server.stream("/auctions/\(id)/events", headers: headers)
+            let replay = try again.next(named: "bid"), more = try again.next(2)
+            #expect(([replay] + more).compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int } == [2, 3, 4])
+            #expect(!again.receivesEvent(within: 0.3), "no duplicates, no other subjects")
+        }
+        let byQuery = try server.stream("/auctions/\(id)/events?lastEventId=\(lastId)")
+        #expect(try byQuery.next(3).map(\.event) == ["bid", "bid", "bid"])
+    }
+
+    @Test func anIdTooOldOrUnreadableGetsResyncThenSnapshot() throws {
+        let server = try TestHerald(history: 3)
+        let client = server.client()
+        let id = try server.auction()
+        for amount in 1...6 { _ = try client.post("/auctions/\(id)/bids", #"{"bidder":"a","amount":\#(amount)}"#) }
+        for lastId in ["1", "not-a-number"] {
+            let stream = try server.stream("/auctions/\(id)/events", headers: [("Last-Event-ID", lastId)])
+            let events = try stream.next(2)
+            #expect(events.map(\.event) == ["resync", "snapshot"], "\(lastId)")
+            #expect((events[1].json["auction"] as? [String: Any])?["price"] as? Int == 6)
+        }
+    }
+
+    @Test func oneConnectionObservesManySubjects() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let id = try server.auction()
+        let stream = try server.stream("/events?topic=auctions/\(id)&topic=currency")
+        #expect(Set(try stream.next(2).compactMap { $0.json["topic"] as? String }) == ["auctions/\(id)", "currency"])
+        _ = try client.put("/currency", #"{"default":"gramGold"}"#)
+        _ = try client.post("/auctions/\(id)/bids", #"{"bidder":"a","amount":1}"#)
+        #expect(try stream.next(2).map(\.event) == ["currency", "bid"])
+        #expect(try client.get("/events").status == 400)
+        let unknown = try client.get("/events?topic=auctions/999")
+        #expect(unknown.status == 404)
+        #expect(unknown.header("Content-Type") == "application/problem+json")
+        #expect(try client.get("/events?topic=bogus").status == 404)
+    }
+
+    @Test func unknownSubjectsAre404ProblemsNotStreams() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        for path in ["/auctions/9/events", "/trips/9/events", "/units/nobody/events"] {
+            let response = try client.get(path)
+            #expect(response.status == 404, "\(path)")
+            #expect(response.header("Content-Type") == "application/problem+json")
+        }
+    }
+
+    @Test func anObserverIsGoneSoonAfterItsClientLeavesWhileIdle() throws {
+        let server = try TestHerald()
+        let id = try server.auction()
+        let stream = try server.stream("/auctions/\(id)/events")
+        _ = try stream.next()
+        #expect(try server.observers(of: "auctions/\(id)") == 1)
+        let closedAt = Date()
+        stream.close()
+        #expect(try eventually(timeout: 2) { try server.observers(of: "auctions/\(id)") == 0 })
+        #expect(Date().timeIntervalSince(closedAt) < 2)
+        #expect(try server.client().get("/health").json["observers"] as? Int == 0)
+    }
+
+    @Test func idleStreamsGetHeartbeats() throws {
+        let server = try TestHerald(heartbeat: .milliseconds(300))
+        let stream = try server.stream("/currency/events")
+        _ = try stream.next()
+        let before = stream.comments.count
+        #expect(!stream.receivesEvent(within: 1))
+        #expect(stream.comments.count - before >= 2)
+        #expect(stream.comments.last == "heartbeat")
+    }
+
+    @Test func aStalledReaderIsCutOffAndOthersCarryOn() throws {
+        let server = try TestHerald(queueLimit: 8)
+        let client = server.client()
+        let stalled = try SSEClient(port: server.port, path: "/notifications/big/events", receiveBuffer: 4096)
+        try stalled.awaitHead()
+        let reader = try server.stream("/notifications/big/events")
+        let payload = String(repeating: "x", count: 60_000)
+        for _ in 0..<200 {
+            #expect(try client.post("/notifications/big", #"{"userInfo":{"pad":"\#(payload)"}}"#).status == 202)
+            _ = try reader.next(timeout: 5)
+        }
+        #expect(try eventually(timeout: 5) { try server.observers(of: "notifications/big") == 1 }, "the stalled observer was dropped")
+        #expect(stalled.awaitEnd(timeout: 10), "its connection was closed; it can resume with Last-Event-ID")
+    }
+}

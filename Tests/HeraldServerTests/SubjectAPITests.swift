@@ -1,0 +1,167 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+@Suite struct CurrencyAPITests {
+    @Test func setNotifiesOnlyRealChanges() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        #expect(try client.get("/currency").json["available"] as? [String] == ["dollar", "euro", "turkishLira", "gramGold"])
+        let stream = try server.stream("/currency/events")
+        #expect(try stream.next().event == "snapshot")
+        #expect(try client.put("/currency", #"{"default":"dollar"}"#).status == 200)
+        #expect(try client.put("/currency", #"{"default":"euro"}"#).status == 200)
+        let event = try stream.next()
+        #expect(event.event == "currency")
+        #expect(event.json["default"] as? String == "euro")
+        #expect(event.json["previous"] as? String == "dollar")
+        #expect(event.json["topic"] as? String == "currency")
+        let bad = try client.put("/currency", #"{"default":"yen"}"#)
+        #expect(bad.status == 422)
+        #expect((bad.json["detail"] as? String)?.contains("turkishLira") == true)
+        #expect(try client.get("/currency").json["default"] as? String == "euro")
+    }
+}
+
+@Suite struct TripAPITests {
+    let seed = #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z","actualDeparture":"2015-10-09T13:14:53Z"}"#
+
+    @Test func createReadAndLocalize() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let created = try client.post("/trips", seed)
+        #expect(created.status == 201)
+        let id = try #require(created.json["id"] as? String)
+        #expect(created.json["delaySeconds"] as? Int == 300)
+        #expect(created.json["delayed"] as? Bool == true)
+        #expect((created.json["display"] as? [String: Any])?["delay"] as? String == "5 minutes delay")
+        let german = try client.get("/trips/\(id)?locale=de_DE").json["display"] as? [String: Any]
+        #expect(german?["delay"] as? String == "5 Minuten Verspätung")
+        let turkish = try client.get("/trips/\(id)", headers: [("Accept-Language", "tr-TR,tr;q=0.9")]).json["display"] as? [String: Any]
+        #expect(turkish?["delay"] as? String == "5 dakika rötar")
+        #expect((try client.get("/trips").json["trips"] as? [Any])?.count == 1)
+        #expect(try client.post("/trips", #"{"departure":"2015-10-09T13:26:33Z","arrival":"2015-10-09T13:09:53Z"}"#).status == 422)
+        #expect(try client.get("/trips/77").status == 404)
+    }
+
+    @Test func movingTheDepartureNotifiesTheChangedFieldsAndFieldsFilters() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let id = try #require(try client.post("/trips", #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z"}"#).json["id"] as? String)
+        let all = try server.stream("/trips/\(id)/events")
+        let delayedOnly = try server.stream("/trips/\(id)/events?fields=delayed&snapshot=false")
+        #expect(try all.next().event == "snapshot")
+        let moved = try client.post("/trips/\(id)/delay", #"{"deltaSeconds":60}"#)
+        #expect(moved.status == 200)
+        #expect(moved.json["delayed"] as? Bool == true)
+        let patched = try client.request("PATCH", "/trips/\(id)", json: #"{"actualDeparture":"2015-10-09T13:12:53Z"}"#)
+        #expect(patched.json["delaySeconds"] as? Int == 180)
+        let first = try all.next(), second = try all.next()
+        #expect(first.json["changed"] as? [String] == ["actualDeparture", "delay", "delayed"])
+        #expect(second.json["changed"] as? [String] == ["actualDeparture", "delay"])
+        #expect(try delayedOnly.next().json["changed"] as? [String] == ["actualDeparture", "delay", "delayed"])
+        #expect(!delayedOnly.receivesEvent(within: 0.3), "the second change did not touch 'delayed'")
+        #expect(try client.post("/trips/\(id)/delay", #"{"deltaSeconds":0}"#).status == 422)
+        #expect(try client.post("/trips/99/delay", #"{"deltaSeconds":5}"#).status == 404)
+    }
+}
+
+@Suite struct UnitAPITests {
+    @Test func putGetDeleteAndPerUnitObservation() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let created = try client.put("/units/alpha", #"{"name":"Alpha","status":"healthy"}"#)
+        #expect(created.status == 201)
+        #expect(created.json["face"] as? String == "🙂")
+        #expect(try client.put("/units/beta", #"{"name":"Beta","status":"healthy"}"#).status == 201)
+        let alpha = try server.stream("/units/alpha/events")
+        let every = try server.stream("/units/events")
+        #expect(try alpha.next().event == "snapshot")
+        #expect(((try every.next().json["units"]) as? [Any])?.count == 2)
+
+        #expect(try client.put("/units/beta", #"{"name":"Beta","status":"wounded"}"#).status == 200)
+        #expect(try client.put("/units/alpha", #"{"name":"Alpha","status":"dead"}"#).status == 200)
+        let change = try alpha.next()
+        #expect(change.event == "unit")
+        #expect((change.json["unit"] as? [String: Any])?["status"] as? String == "dead", "alpha's observer never sees beta")
+        #expect(try every.next(2).compactMap { ($0.json["unit"] as? [String: Any])?["id"] as? String } == ["beta", "alpha"])
+
+        #expect(try client.request("DELETE", "/units/alpha").status == 204)
+        #expect(try alpha.next().event == "removed")
+        #expect(try client.get("/units/alpha").status == 404)
+        #expect(try client.request("DELETE", "/units/alpha").status == 404)
+        #expect(try client.put("/units/bad%20id", #"{"name":"x","status":"healthy"}"#).status == 422)
+        #expect(try client.put("/units/x", #"{"name":"x","status":"sleepy"}"#).status == 422)
+        #expect(try client.get("/units/ghost/events").status == 404)
+    }
+}
+
+@Suite struct NotificationAPITests {
+    @Test func postedNotificationsReachObserversOfTheNameAndObject() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let all = try server.stream("/notifications/door.opened/events")
+        let front = try server.stream("/notifications/door.opened/events?object=front")
+        let posted = try client.post("/notifications/door.opened", #"{"object":"back","userInfo":{"by":"ann"}}"#)
+        #expect(posted.status == 202)
+        #expect(posted.json["id"] is String)
+        _ = try client.post("/notifications/door.opened", #"{"object":"front"}"#)
+        _ = try client.post("/notifications/other", #"{}"#)
+        let first = try all.next()
+        #expect(first.event == "notification")
+        #expect(first.id == posted.json["id"] as? String)
+        #expect((first.json["userInfo"] as? [String: Any])?["by"] as? String == "ann")
+        #expect(try all.next().json["object"] as? String == "front")
+        #expect(try front.next().json["object"] as? String == "front")
+        #expect(!all.receivesEvent(within: 0.3), "no snapshot, and nothing of other names")
+        #expect(try client.post("/notifications/door.opened", #"{"userInfo":[1]}"#).status == 422)
+        #expect(try client.post("/notifications/bad%20name", #"{}"#).status == 422)
+    }
+}
+
+@Suite struct ServiceAPITests {
+    @Test func healthSubjectsAndTheSpec() throws {
+        let server = try TestHerald(examples: true)
+        let client = server.client()
+        let health = try client.get("/health").json
+        #expect(health["status"] as? String == "ok")
+        #expect(health["observers"] as? Int == 0)
+        #expect(health["uptimeSeconds"] is Int)
+        let subjects = try client.get("/subjects").json["subjects"] as? [[String: Any]] ?? []
+        #expect(Set(subjects.compactMap { $0["topic"] as? String }).isSuperset(of: ["auctions/1", "currency", "trips/1", "units"]))
+        let trip = try client.get("/trips/1").json
+        #expect((trip["display"] as? [String: Any])?["delay"] as? String == "5 minutes delay", "the example trip")
+
+        let spec = try client.get("/openapi.yaml")
+        #expect(spec.status == 200)
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../openapi.yaml")
+        #expect(spec.text == (try String(contentsOf: file, encoding: .utf8)), "run scripts/embed-openapi after editing openapi.yaml")
+    }
+
+    @Test func corsHeadersAndPreflight() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        #expect(try client.get("/health").header("Access-Control-Allow-Origin") == "*")
+        let preflight = try client.request("OPTIONS", "/auctions/1/bids", headers: [
+            ("Origin", "http://example.test"), ("Access-Control-Request-Method", "POST"), ("Access-Control-Request-Headers", "content-type"),
+        ])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true)
+        #expect(preflight.header("Access-Control-Allow-Headers") == "content-type")
+        #expect(try client.request("OPTIONS", "/nowhere").status == 404)
+    }
+
+    @Test func garbageOnTheSocketIsRefusedAndTheServerCarriesOn() throws {
+        let server = try TestHerald()
+        let socket = try Socket(port: server.port)
+        try socket.send("\u{01}\u{02}GARBAGE \u{7F}\r\n\r\n")
+        var parser = HTTPResponseParser()
+        while parser.head == nil {
+            let bytes = try socket.receive()
+            if bytes.isEmpty { break }
+            try parser.feed(bytes)
+        }
+        #expect((400..<500).contains(parser.head?.status ?? 0))
+        #expect(try server.client().get("/health").status == 200)
+    }
+}
