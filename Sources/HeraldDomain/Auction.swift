@@ -75,6 +75,11 @@ public struct Auction: Sendable {
     }
 }
 
+/// Amounts of money: integers in minor units, at most 2^53 − 1 so that every JSON client reads them exactly.
+public enum Money {
+    public static let maximum: Int64 = 9_007_199_254_740_991
+}
+
 /// A request to create an auction, checked.
 public struct NewAuction: Sendable, Equatable {
     public let item: String
@@ -91,7 +96,7 @@ public struct NewAuction: Sendable, Equatable {
         var reader = try FieldReader(json)
         let item = reader.string("item", length: 1...200)
         let countdown = reader.integer("countdownSeconds", required: false, range: 1...3600)
-        let price = reader.integer("startingPrice", required: false, range: 0...Int64.max)
+        let price = reader.integer("startingPrice", required: false, range: 0...Money.maximum)
         try reader.finish()
         self.init(item: item ?? "", countdownSeconds: Int(countdown ?? 7), startingPrice: price ?? 0)
     }
@@ -110,7 +115,7 @@ public struct NewBid: Sendable, Equatable {
     public init(json: JSONValue) throws(DomainError) {
         var reader = try FieldReader(json)
         let bidder = reader.string("bidder", length: 1...100)
-        let amount = reader.integer("amount", range: 0...Int64.max)
+        let amount = reader.integer("amount", range: 0...Money.maximum)
         try reader.finish()
         self.init(bidder: bidder ?? "", amount: amount ?? 0)
     }

@@ -13,9 +13,9 @@ struct FieldReader {
         self.members = members
     }
 
+    /// The member's value; an explicit `null` counts as present (and is then the wrong type).
     private func value(_ name: String) -> JSONValue? {
-        guard let value = members.first(where: { $0.0 == name })?.1, !value.isNull else { return nil }
-        return value
+        members.first(where: { $0.0 == name })?.1
     }
 
     func has(_ name: String) -> Bool { value(name) != nil }
@@ -46,11 +46,12 @@ struct FieldReader {
             return nil
         }
         guard case .int(let number) = value else {
-            fail(name, "must be an integer, got \(value.typeName)")
+            let tooLarge = if case .double(let d) = value, d.rounded() == d { true } else { false }
+            fail(name, tooLarge ? "is too large" : "must be an integer, got \(value.typeName)")
             return nil
         }
         if let range, !range.contains(number) {
-            fail(name, range.upperBound == .max ? "must be at least \(range.lowerBound)" : "must be between \(range.lowerBound) and \(range.upperBound)")
+            fail(name, "must be between \(range.lowerBound) and \(range.upperBound)")
             return nil
         }
         return number

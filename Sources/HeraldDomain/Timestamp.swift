@@ -3,10 +3,59 @@ import HeraldJSON
 
 /// RFC 3339 times, always written in UTC.
 public enum Timestamp {
-    /// Parses an RFC 3339 date-time, with or without fractional seconds.
+    /// Parses an RFC 3339 date-time (`2015-10-09T13:09:53Z`, `…53.25+02:00`), strictly: every field in
+    /// range, no rolling over of a minute 99 into the next hour.
     public static func parse(_ text: String) -> Date? {
-        if let date = try? Date(text, strategy: .iso8601) { return date }
-        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let c = Array(text.utf8)
+        func number(_ start: Int, _ length: Int) -> Int? {
+            guard start + length <= c.count else { return nil }
+            var value = 0
+            for byte in c[start..<(start + length)] {
+                guard byte >= 0x30, byte <= 0x39 else { return nil }
+                value = value * 10 + Int(byte - 0x30)
+            }
+            return value
+        }
+        func byte(_ index: Int) -> UInt8? { index < c.count ? c[index] : nil }
+        guard let year = number(0, 4), byte(4) == 0x2D, let month = number(5, 2), byte(7) == 0x2D,
+              let day = number(8, 2), byte(10) == 0x54 || byte(10) == 0x74 || byte(10) == 0x20,
+              let hour = number(11, 2), byte(13) == 0x3A, let minute = number(14, 2), byte(16) == 0x3A,
+              let second = number(17, 2),
+              year >= 1, (1...12).contains(month), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var index = 19
+        var fraction = 0.0
+        if byte(index) == 0x2E {
+            index += 1
+            var scale = 0.1
+            let start = index
+            while let digit = byte(index), digit >= 0x30, digit <= 0x39 {
+                fraction += Double(digit - 0x30) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offset = 0
+        switch byte(index) {
+        case 0x5A, 0x7A:
+            index += 1
+        case 0x2B, 0x2D:
+            guard let hours = number(index + 1, 2), byte(index + 3) == 0x3A, let minutes = number(index + 4, 2),
+                  hours < 24, minutes < 60 else { return nil }
+            offset = (hours * 3600 + minutes * 60) * (byte(index) == 0x2D ? -1 : 1)
+            index += 6
+        default:
+            return nil
+        }
+        guard index == c.count else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
+        let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: min(second, 59))
+        guard let date = calendar.date(from: components),
+              calendar.component(.day, from: date) == day  // no 31 February
+        else { return nil }
+        return date.addingTimeInterval(fraction - TimeInterval(offset))
     }
 
     /// `2015-10-09T13:09:53Z`; fractional seconds only when there are any.

@@ -2,6 +2,785 @@
 enum OpenAPIDocument {
     static let yaml = #"""
 openapi: 3.1.0
+info:
+  title: Herald
+  version: 0.1.0
+  summary: A real-time state server — change state over JSON HTTP, watch it change over Server-Sent Events.
+  description: |
+    Every subject (an auction, the currency, a trip, a unit, a notification name) has a topic such as
+    `auctions/1`. Its changes are published once, numbered by one global sequence, and reach every
+    observer in order.
+
+    **Streams.** Every `…/events` endpoint answers `text/event-stream`. Each event has `id:` (the global
+    sequence, digits only), `event:` (its name) and one `data:` line of JSON that names its `topic`.
+    A new observer first gets a `snapshot` of each subject's current state (unless `snapshot=false`),
+    then live events. An observer that reconnects with `Last-Event-ID` (header, or `lastEventId` in the
+    query) gets exactly the events after that id, then live ones; if the id is older than the history
+    kept, or unreadable, it gets `resync` and then snapshots. Idle streams get a comment heartbeat.
+    An observer that falls too far behind is disconnected and can resume with `Last-Event-ID`.
+
+    **Errors** are `application/problem+json` (RFC 9457).
+  license:
+    name: MIT
+    identifier: MIT
+servers:
+  - url: http://127.0.0.1:8080
+tags:
+  - name: auctions
+  - name: currency
+  - name: trips
+  - name: units
+  - name: notifications
+  - name: service
+paths:
+  /auctions:
+    get:
+      tags: [auctions]
+      operationId: listAuctions
+      summary: Every auction, oldest first.
+      responses:
+        "200":
+          description: The auctions.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [auctions]
+                properties:
+                  auctions:
+                    type: array
+                    items: { $ref: "#/components/schemas/Auction" }
+    post:
+      tags: [auctions]
+      operationId: createAuction
+      summary: Opens an auction. Its countdown starts at the first bid.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/NewAuction" }
+      responses:
+        "201":
+          description: Created.
+          headers:
+            Location:
+              schema: { type: string }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Auction" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /auctions/{id}:
+    parameters:
+      - $ref: "#/components/parameters/AuctionId"
+    get:
+      tags: [auctions]
+      operationId: getAuction
+      summary: One auction.
+      responses:
+        "200":
+          description: The auction.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Auction" }
+        "404": { $ref: "#/components/responses/NotFound" }
+  /auctions/{id}/bids:
+    parameters:
+      - $ref: "#/components/parameters/AuctionId"
+    get:
+      tags: [auctions]
+      operationId: listBids
+      summary: The auction's accepted bids, in order.
+      responses:
+        "200":
+          description: The bids.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [bids]
+                properties:
+                  bids:
+                    type: array
+                    items: { $ref: "#/components/schemas/Bid" }
+        "404": { $ref: "#/components/responses/NotFound" }
+    post:
+      tags: [auctions]
+      operationId: placeBid
+      summary: Places a bid and restarts the countdown.
+      description: |
+        The first bid must be at least the starting price, every later one higher than the current
+        price; otherwise 409 with the current `price` and `minimumBid`. A bid on a closed auction is 409.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/NewBid" }
+      responses:
+        "201":
+          description: Accepted; every observer of the auction gets a `bid` event.
+          headers:
+            Location:
+              schema: { type: string }
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [bid, auction]
+                properties:
+                  bid: { $ref: "#/components/schemas/Bid" }
+                  auction: { $ref: "#/components/schemas/Auction" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "409": { $ref: "#/components/responses/Conflict" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /auctions/{id}/events:
+    parameters:
+      - $ref: "#/components/parameters/AuctionId"
+    get:
+      tags: [auctions]
+      operationId: auctionEvents
+      summary: "Stream: `snapshot`, `bid`, `tick` (every second of the countdown), `closed`."
+      parameters:
+        - $ref: "#/components/parameters/LastEventIdHeader"
+        - $ref: "#/components/parameters/LastEventIdQuery"
+        - $ref: "#/components/parameters/Snapshot"
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "404": { $ref: "#/components/responses/NotFound" }
+  /currency:
+    get:
+      tags: [currency]
+      operationId: getCurrency
+      summary: The default currency and the ones available.
+      responses:
+        "200":
+          description: The currency setting.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/CurrencySetting" }
+    put:
+      tags: [currency]
+      operationId: setCurrency
+      summary: Sets the default currency. Setting the current one changes nothing and notifies nobody.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [default]
+              properties:
+                default: { $ref: "#/components/schemas/Currency" }
+      responses:
+        "200":
+          description: The currency setting after the change.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/CurrencySetting" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /currency/events:
+    get:
+      tags: [currency]
+      operationId: currencyEvents
+      summary: "Stream: `snapshot`, `currency` {default, previous}."
+      parameters:
+        - $ref: "#/components/parameters/LastEventIdHeader"
+        - $ref: "#/components/parameters/LastEventIdQuery"
+        - $ref: "#/components/parameters/Snapshot"
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+  /trips:
+    get:
+      tags: [trips]
+      operationId: listTrips
+      summary: Every trip.
+      parameters:
+        - $ref: "#/components/parameters/Locale"
+      responses:
+        "200":
+          description: The trips.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [trips]
+                properties:
+                  trips:
+                    type: array
+                    items: { $ref: "#/components/schemas/Trip" }
+    post:
+      tags: [trips]
+      operationId: createTrip
+      summary: Adds a trip. Without `actualDeparture` it departs on time.
+      parameters:
+        - $ref: "#/components/parameters/Locale"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/NewTrip" }
+      responses:
+        "201":
+          description: Created.
+          headers:
+            Location:
+              schema: { type: string }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Trip" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /trips/{id}:
+    parameters:
+      - $ref: "#/components/parameters/TripId"
+    get:
+      tags: [trips]
+      operationId: getTrip
+      summary: One trip, with display strings in the asked locale.
+      parameters:
+        - $ref: "#/components/parameters/Locale"
+      responses:
+        "200":
+          description: The trip.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Trip" }
+        "404": { $ref: "#/components/responses/NotFound" }
+    patch:
+      tags: [trips]
+      operationId: setActualDeparture
+      summary: Sets the actual departure; observers get a `trip` event naming the changed fields.
+      parameters:
+        - $ref: "#/components/parameters/Locale"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [actualDeparture]
+              properties:
+                actualDeparture: { type: string, format: date-time }
+      responses:
+        "200":
+          description: The trip after the change.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Trip" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /trips/{id}/delay:
+    parameters:
+      - $ref: "#/components/parameters/TripId"
+    post:
+      tags: [trips]
+      operationId: delayTrip
+      summary: Moves the actual departure by `deltaSeconds` (negative moves it earlier).
+      parameters:
+        - $ref: "#/components/parameters/Locale"
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [deltaSeconds]
+              properties:
+                deltaSeconds:
+                  type: integer
+                  minimum: -86400
+                  maximum: 86400
+                  not: { const: 0 }
+      responses:
+        "200":
+          description: The trip after the change.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Trip" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /trips/{id}/events:
+    parameters:
+      - $ref: "#/components/parameters/TripId"
+    get:
+      tags: [trips]
+      operationId: tripEvents
+      summary: "Stream: `snapshot`, `trip` {trip, changed}."
+      parameters:
+        - $ref: "#/components/parameters/LastEventIdHeader"
+        - $ref: "#/components/parameters/LastEventIdQuery"
+        - $ref: "#/components/parameters/Snapshot"
+        - $ref: "#/components/parameters/Fields"
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "404": { $ref: "#/components/responses/NotFound" }
+  /units:
+    get:
+      tags: [units]
+      operationId: listUnits
+      summary: Every unit, by id.
+      responses:
+        "200":
+          description: The units.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [units]
+                properties:
+                  units:
+                    type: array
+                    items: { $ref: "#/components/schemas/Unit" }
+  /units/events:
+    get:
+      tags: [units]
+      operationId: allUnitEvents
+      summary: "Stream of every unit: `snapshot` {units}, then `unit` and `removed` of any unit."
+      parameters:
+        - $ref: "#/components/parameters/LastEventIdHeader"
+        - $ref: "#/components/parameters/LastEventIdQuery"
+        - $ref: "#/components/parameters/Snapshot"
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+  /units/{id}:
+    parameters:
+      - $ref: "#/components/parameters/UnitId"
+    get:
+      tags: [units]
+      operationId: getUnit
+      summary: One unit.
+      responses:
+        "200":
+          description: The unit.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Unit" }
+        "404": { $ref: "#/components/responses/NotFound" }
+    put:
+      tags: [units]
+      operationId: putUnit
+      summary: Creates or replaces a unit.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/NewUnit" }
+      responses:
+        "200":
+          description: Replaced.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Unit" }
+        "201":
+          description: Created.
+          headers:
+            Location:
+              schema: { type: string }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Unit" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+    delete:
+      tags: [units]
+      operationId: deleteUnit
+      summary: Removes a unit; its observers get `removed`.
+      responses:
+        "204":
+          description: Removed.
+        "404": { $ref: "#/components/responses/NotFound" }
+  /units/{id}/events:
+    parameters:
+      - $ref: "#/components/parameters/UnitId"
+    get:
+      tags: [units]
+      operationId: unitEvents
+      summary: "Stream of one unit only: `snapshot`, `unit`, `removed`."
+      parameters:
+        - $ref: "#/components/parameters/LastEventIdHeader"
+        - $ref: "#/components/parameters/LastEventIdQuery"
+        - $ref: "#/components/parameters/Snapshot"
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "404": { $ref: "#/components/responses/NotFound" }
+  /notifications/{name}:
+    parameters:
+      - $ref: "#/components/parameters/NotificationName"
+    post:
+      tags: [notifications]
+      operationId: postNotification
+      summary: Posts a named notification to whoever observes the name.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                object: { type: string, minLength: 1, maxLength: 200 }
+                userInfo: { type: object }
+      responses:
+        "202":
+          description: Published; `id` is its event id.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [id]
+                properties:
+                  id: { $ref: "#/components/schemas/EventId" }
+        "400": { $ref: "#/components/responses/MalformedJSON" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "413": { $ref: "#/components/responses/TooLarge" }
+        "415": { $ref: "#/components/responses/NotJSON" }
+        "422": { $ref: "#/components/responses/Invalid" }
+  /notifications/{name}/events:
+    parameters:
+      - $ref: "#/components/parameters/NotificationName"
+    get:
+      tags: [notifications]
+      operationId: notificationEvents
+      summary: "Stream: `notification` {name, object, userInfo, postedAt}. No snapshot: a notification has no state."
+      parameters:
+        - $ref: "#/components/parameters/LastEventIdHeader"
+        - $ref: "#/components/parameters/LastEventIdQuery"
+        - name: object
+          in: query
+          description: Only notifications posted with this object.
+          schema: { type: string }
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "404": { $ref: "#/components/responses/NotFound" }
+  /events:
+    get:
+      tags: [service]
+      operationId: events
+      summary: One stream for many subjects.
+      description: |
+        `topic` repeats: `/events?topic=auctions/1&topic=currency`. Topics: `auctions/{id}`, `currency`,
+        `trips/{id}`, `units`, `units/{id}`, `notifications/{name}`; at most 64. `fields` and `object`
+        filter trip and notification events as on their own streams.
+      parameters:
+        - name: topic
+          in: query
+          required: true
+          style: form
+          explode: true
+          schema:
+            type: array
+            minItems: 1
+            maxItems: 64
+            items: { type: string }
+        - $ref: "#/components/parameters/LastEventIdHeader"
+        - $ref: "#/components/parameters/LastEventIdQuery"
+        - $ref: "#/components/parameters/Snapshot"
+        - $ref: "#/components/parameters/Fields"
+        - name: object
+          in: query
+          schema: { type: string }
+      responses:
+        "200": { $ref: "#/components/responses/EventStream" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "404": { $ref: "#/components/responses/NotFound" }
+  /health:
+    get:
+      tags: [service]
+      operationId: health
+      summary: Liveness and counts.
+      responses:
+        "200":
+          description: Herald is up.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status, observers, subjects, uptimeSeconds, lastEventId]
+                properties:
+                  status: { const: ok }
+                  observers: { type: integer, minimum: 0 }
+                  subjects: { type: integer, minimum: 0 }
+                  lastEventId: { $ref: "#/components/schemas/EventId" }
+                  uptimeSeconds: { type: integer, minimum: 0 }
+  /subjects:
+    get:
+      tags: [service]
+      operationId: subjects
+      summary: Every subject with its observers and the id of its last event.
+      responses:
+        "200":
+          description: The subjects.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [subjects]
+                properties:
+                  subjects:
+                    type: array
+                    items:
+                      type: object
+                      required: [topic, observers, lastEventId]
+                      properties:
+                        topic: { type: string }
+                        observers: { type: integer, minimum: 0 }
+                        lastEventId: { $ref: "#/components/schemas/EventId" }
+  /openapi.yaml:
+    get:
+      tags: [service]
+      operationId: openapi
+      summary: This document.
+      responses:
+        "200":
+          description: OpenAPI 3.1.
+          content:
+            application/yaml:
+              schema: { type: object }
+components:
+  parameters:
+    AuctionId:
+      name: id
+      in: path
+      required: true
+      schema: { type: string }
+    TripId:
+      name: id
+      in: path
+      required: true
+      schema: { type: string }
+    UnitId:
+      name: id
+      in: path
+      required: true
+      schema: { type: string, pattern: "^[A-Za-z0-9_-]{1,64}$" }
+    NotificationName:
+      name: name
+      in: path
+      required: true
+      schema: { type: string, pattern: "^[A-Za-z0-9._-]{1,100}$" }
+    Locale:
+      name: locale
+      in: query
+      description: Locale of the display strings, such as `de_DE` (default `Accept-Language`, then en_US).
+      schema: { type: string }
+    LastEventIdHeader:
+      name: Last-Event-ID
+      in: header
+      description: The id of the last event seen; the stream resumes after it.
+      schema: { type: string }
+    LastEventIdQuery:
+      name: lastEventId
+      in: query
+      description: As `Last-Event-ID`, for a first connection (EventSource cannot set headers).
+      schema: { type: string }
+    Snapshot:
+      name: snapshot
+      in: query
+      description: "`false`: no snapshot, live events only."
+      schema: { type: string, enum: ["true", "false"] }
+    Fields:
+      name: fields
+      in: query
+      description: "Comma-separated trip fields (`actualDeparture`, `delay`, `delayed`): only changes touching them."
+      schema: { type: string }
+  responses:
+    EventStream:
+      description: A Server-Sent Events stream that stays open.
+      headers:
+        Cache-Control:
+          schema: { const: no-store }
+        X-Accel-Buffering:
+          schema: { const: "no" }
+      content:
+        text/event-stream:
+          schema: { type: string }
+    BadRequest:
+      description: A parameter is malformed.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    MalformedJSON:
+      description: The body is not JSON.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    NotFound:
+      description: No such resource or subject.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Conflict:
+      description: The request conflicts with the current state (a closed auction, a bid too low).
+      content:
+        application/problem+json:
+          schema:
+            allOf:
+              - $ref: "#/components/schemas/Problem"
+              - type: object
+                properties:
+                  price: { type: integer }
+                  minimumBid: { type: integer }
+                  winner: { type: [string, "null"] }
+    TooLarge:
+      description: The body is larger than 64 KiB.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    NotJSON:
+      description: The body is not declared `application/json`.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Invalid:
+      description: Values are invalid; `errors` names each field.
+      content:
+        application/problem+json:
+          schema:
+            allOf:
+              - $ref: "#/components/schemas/Problem"
+              - type: object
+                required: [errors]
+                properties:
+                  errors:
+                    type: array
+                    items:
+                      type: object
+                      required: [field, message]
+                      properties:
+                        field: { type: string }
+                        message: { type: string }
+  schemas:
+    EventId:
+      type: string
+      pattern: "^[0-9]+$"
+      description: A global sequence number, as a string of digits.
+    Timestamp:
+      type: string
+      format: date-time
+      description: RFC 3339, UTC.
+    Problem:
+      type: object
+      required: [type, title, status, detail]
+      properties:
+        type: { type: string }
+        title: { type: string }
+        status: { type: integer, minimum: 400, maximum: 599 }
+        detail: { type: string }
+    NewAuction:
+      type: object
+      required: [item]
+      properties:
+        item: { type: string, minLength: 1, maxLength: 200 }
+        countdownSeconds: { type: integer, minimum: 1, maximum: 3600, default: 7 }
+        startingPrice: { type: integer, minimum: 0, maximum: 9007199254740991, default: 0, description: "Minor units (cents)." }
+    Auction:
+      type: object
+      required: [id, item, status, price, startingPrice, leader, bidCount, countdownSeconds, remainingSeconds, winner, createdAt, closedAt]
+      properties:
+        id: { type: string }
+        item: { type: string }
+        status: { enum: [open, closed] }
+        price: { type: integer, description: "The last bid, or the starting price; minor units." }
+        startingPrice: { type: integer }
+        leader: { type: [string, "null"] }
+        bidCount: { type: integer, minimum: 0 }
+        countdownSeconds: { type: integer }
+        remainingSeconds: { type: [integer, "null"], description: "Null until the first bid and once closed." }
+        winner: { type: [string, "null"] }
+        createdAt: { $ref: "#/components/schemas/Timestamp" }
+        closedAt: { type: [string, "null"], format: date-time }
+    NewBid:
+      type: object
+      required: [bidder, amount]
+      properties:
+        bidder: { type: string, minLength: 1, maxLength: 100 }
+        amount: { type: integer, minimum: 0, maximum: 9007199254740991, description: "Minor units." }
+    Bid:
+      type: object
+      required: [id, bidder, amount, at]
+      properties:
+        id: { type: string }
+        bidder: { type: string }
+        amount: { type: integer }
+        at: { $ref: "#/components/schemas/Timestamp" }
+    Currency:
+      enum: [dollar, euro, turkishLira, gramGold]
+    CurrencySetting:
+      type: object
+      required: [default, available]
+      properties:
+        default: { $ref: "#/components/schemas/Currency" }
+        available:
+          type: array
+          items: { $ref: "#/components/schemas/Currency" }
+    NewTrip:
+      type: object
+      required: [departure, arrival]
+      properties:
+        departure: { type: string, format: date-time }
+        arrival: { type: string, format: date-time, description: "Must be after departure." }
+        actualDeparture: { type: string, format: date-time }
+    Trip:
+      type: object
+      required: [id, departure, arrival, actualDeparture, durationSeconds, delaySeconds, delayed, display]
+      properties:
+        id: { type: string }
+        departure: { $ref: "#/components/schemas/Timestamp" }
+        arrival: { $ref: "#/components/schemas/Timestamp" }
+        actualDeparture: { $ref: "#/components/schemas/Timestamp" }
+        durationSeconds: { type: integer }
+        delaySeconds: { type: integer, description: "Negative when departing early." }
+        delayed: { type: boolean }
+        display:
+          type: object
+          description: Localized strings (times in UTC).
+          required: [locale, date, departure, actualDeparture, arrival, duration, delay]
+          properties:
+            locale: { type: string }
+            date: { type: string, examples: ["10/9/2015"] }
+            departure: { type: string }
+            actualDeparture: { type: string }
+            arrival: { type: string }
+            duration: { type: string, examples: ["16 min"] }
+            delay: { type: [string, "null"], examples: ["5 minutes delay"] }
+    NewUnit:
+      type: object
+      required: [name, status]
+      properties:
+        name: { type: string, minLength: 1, maxLength: 100 }
+        status: { enum: [healthy, wounded, dead] }
+    Unit:
+      type: object
+      required: [id, name, status, face]
+      properties:
+        id: { type: string }
+        name: { type: string }
+        status: { enum: [healthy, wounded, dead] }
+        face: { type: string, description: "An emoji for the status." }
 
 """#
 }

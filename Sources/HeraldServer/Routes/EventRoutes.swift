@@ -18,7 +18,7 @@ struct EventRoutes: Sendable {
             throw Problem(status: 404, detail: "no subject '\(topic)'")
         }
         let subscription = hub.subscribe(to: topics, resume: try resumePoint(request), queueLimit: queueLimit,
-                                         filter: filter(request))
+                                         filter: try filter(request))
         return .eventStream(SubscriptionFeed(subscription))
     }
 
@@ -29,6 +29,9 @@ struct EventRoutes: Sendable {
         guard topics.count <= Self.maxTopics else { throw Problem(status: 400, detail: "at most \(Self.maxTopics) topics per stream") }
         return try stream(request, topics: topics)
     }
+
+    /// Trip fields `?fields=` may name.
+    static let tripFields: Set<String> = ["actualDeparture", "delay", "delayed"]
 
     /// `Last-Event-ID` (header, or `lastEventId` for a first connection), else the snapshot choice.
     private func resumePoint(_ request: Request) throws -> ResumePoint {
@@ -45,8 +48,11 @@ struct EventRoutes: Sendable {
     }
 
     /// `?fields=` keeps only trip changes touching those fields; `?object=` only that object's notifications.
-    private func filter(_ request: Request) -> (@Sendable (Event) -> Bool)? {
+    private func filter(_ request: Request) throws -> (@Sendable (Event) -> Bool)? {
         let fields = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) } }.filter { !$0.isEmpty })
+        if let unknown = fields.subtracting(Self.tripFields).sorted().first {
+            throw Problem(status: 400, detail: "unknown field '\(unknown)': fields are \(Self.tripFields.sorted().joined(separator: ", "))")
+        }
         let object = request.query("object").map { "object:\($0)" }
         guard !fields.isEmpty || object != nil else { return nil }
         return { event in

@@ -1,0 +1,54 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+/// Tests of the `herald` executable as a separate process, seen from outside.
+@Suite(.serialized) struct ProcessTests {
+    @Test func aThousandObserversGetEveryEventOfABurstWithFewThreads() throws {
+        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        let client = HTTPClient(port: herald.port)
+        let id = try #require(try client.post("/auctions", #"{"item":"load","countdownSeconds":3600}"#).json["id"] as? String)
+        let fleet = try SSEFleet(port: herald.port, path: "/auctions/\(id)/events", count: 1000)
+        defer { fleet.close() }
+        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 1 } }, "every observer got its snapshot")
+        #expect(try client.get("/health").json["observers"] as? Int == 1000)
+
+        let burst = 50
+        for amount in 1...burst { _ = try client.post("/auctions/\(id)/bids", #"{"bidder":"b","amount":\#(amount)}"#) }
+        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 1 + burst } }, "every observer got every bid")
+        let threads = try #require(herald.status("Threads"))
+        #expect(threads < 32, "server threads: \(threads)")
+        for events in fleet.events {
+            let bids = events.filter { $0.event == "bid" }
+            let amounts = bids.compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int }
+            #expect(amounts == Array(1...burst), "in order, none lost, none twice")
+        }
+        #expect(fleet.statuses.allSatisfy { $0 == 200 })
+        fleet.close()
+        #expect(eventually(timeout: 5) { (try? client.get("/health").json["observers"] as? Int) == 0 }, "observers back to zero")
+    }
+
+    @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
+        let herald = try HeraldProcess()
+        let stream = try SSEClient(port: herald.port, path: "/currency/events")
+        _ = try stream.next()
+        let start = Date()
+        herald.process.terminate()
+        #expect(stream.awaitEnd(timeout: 10), "the stream ended")
+        herald.process.waitUntilExit()
+        #expect(herald.process.terminationStatus == 0)
+        #expect(Date().timeIntervalSince(start) < 10)
+        #expect(throws: (any Error).self) { try HTTPClient(port: herald.port).get("/health") }
+    }
+
+    @Test func badOptionsAreRefusedWithANonZeroExit() throws {
+        let process = Process()
+        process.executableURL = heraldExecutable()
+        process.arguments = ["--port", "70000"]
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+    }
+}
