@@ -1,0 +1,31 @@
+# Herald in a container: built on the Swift image, run on Debian slim with only the runtime libraries.
+#   docker build -t herald .
+#   docker run --rm -p 8080:8080 herald
+FROM swift:6.3-bookworm AS build
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd-dev pkg-config >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# The manifest first, so the dependency layer is cached while only sources change.
+COPY Package.swift ./
+RUN swift package resolve
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --product herald --static-swift-stdlib \
+ && install -D .build/release/herald /out/herald && strip /out/herald
+
+FROM debian:bookworm-slim
+RUN apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd12 >/dev/null \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin herald
+COPY --from=build /out/herald /usr/local/bin/herald
+USER herald
+ENV HERALD_HOST=0.0.0.0 \
+    HERALD_PORT=8080
+EXPOSE 8080
+# bash's /dev/tcp: no curl or wget needed in the image.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HERALD_PORT} && printf 'GET /health HTTP/1.0\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/herald"]
