@@ -1,9 +1,9 @@
 # Herald in a container: built on the Swift image, run on Debian slim with only the runtime libraries.
 #   docker build -t herald .
-#   docker run --rm -p 8080:8080 herald
+#   docker run --rm -p 8080:8080 -v herald-data:/var/lib/herald herald
 FROM swift:6.3-bookworm AS build
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd-dev pkg-config >/dev/null \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd-dev libsqlite3-dev pkg-config >/dev/null \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The manifest first, so the dependency layer is cached while only sources change.
@@ -16,13 +16,17 @@ RUN swift build -c release --product herald --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd12 >/dev/null \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd12 libsqlite3-0 >/dev/null \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin herald
+ && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin herald \
+ && install -d -o herald -g herald -m 0750 /var/lib/herald
 COPY --from=build /out/herald /usr/local/bin/herald
 USER herald
 ENV HERALD_HOST=0.0.0.0 \
-    HERALD_PORT=8080
+    HERALD_PORT=8080 \
+    HERALD_DATA_DIR=/var/lib/herald
+# The store: mount a volume here to keep state across containers.
+VOLUME /var/lib/herald
 EXPOSE 8080
 # bash's /dev/tcp: no curl or wget needed in the image.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \

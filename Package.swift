@@ -18,7 +18,13 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(name: "HeraldJSON"),
+        .target(name: "HeraldStore", dependencies: ["CSQLite"]),
         .target(name: "HeraldCore"),
         .target(name: "HeraldDomain", dependencies: ["HeraldJSON"]),
         .target(
@@ -28,14 +34,14 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP",
+                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldServer",
+                "HeraldServer", "HeraldStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -44,6 +50,7 @@ let package = Package(
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldJSON"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore"]),
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldServerTests",

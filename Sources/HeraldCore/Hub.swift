@@ -77,15 +77,15 @@ public final class Hub: Sendable {
         }
     }
 
-    /// Publishes one event on `topic` and applies `updates` in the same step.
-    /// `makeData` builds the JSON payload from the event's sequence number.
+    /// Publishes one event on `topic` and applies `updates` in the same step. The event gets `id` when
+    /// given (a number the caller reserved, higher than any before), else the next sequence number.
     @discardableResult
     public func publish(
-        topic: String, name: String, tags: [String] = [], updates: [Update] = [], data: [UInt8]
+        id: UInt64? = nil, topic: String, name: String, tags: [String] = [], updates: [Update] = [], data: [UInt8]
     ) -> Event {
         var wakers: [(Waker, Bool)] = []
         let event = state.withLock { state -> Event in
-            state.sequence += 1
+            state.sequence = max(id ?? state.sequence + 1, state.sequence + 1)
             let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags)
             if state.history.count >= historyLimit { _ = state.history.removeFirst() }
             state.history.append(event)
@@ -133,6 +133,23 @@ public final class Hub: Sendable {
             return observer
         }
         return Subscription(observer: observer, hub: self)
+    }
+
+    /// Restores the history kept from before a restart (oldest first) and the sequence reached, so that
+    /// numbers are never reused and `Last-Event-ID` replay works across restarts.
+    public func restore(history events: [Event], lastSequence: UInt64) {
+        state.withLock { state in
+            state.history.removeAll()
+            for event in events.suffix(historyLimit) { state.history.append(event) }
+            state.sequence = max(lastSequence, events.last?.id ?? 0, state.sequence)
+        }
+    }
+
+    /// Drops kept events older than `oldestKept` (pruned by age): replay from before it becomes a resync.
+    public func forget(before oldestKept: UInt64) {
+        state.withLock { state in
+            while let first = state.history.first, first.id < oldestKept { _ = state.history.removeFirst() }
+        }
     }
 
     /// Ends every subscription (at shutdown).

@@ -21,10 +21,10 @@ public struct Auction: Sendable {
     public let item: String
     public let startingPrice: Int64
     public let createdAt: Date
-    public private(set) var status = Status.open
-    public private(set) var bids: [Bid] = []
-    public private(set) var winner: String?
-    public private(set) var closedAt: Date?
+    public internal(set) var status = Status.open
+    public internal(set) var bids: [Bid] = []
+    public internal(set) var winner: String?
+    public internal(set) var closedAt: Date?
     public var countdown: Countdown
 
     public init(id: String, item: String, countdownSeconds: Int, startingPrice: Int64, createdAt: Date) {

@@ -3,7 +3,7 @@ import HeraldJSON
 import Synchronization
 
 /// Every auction, its bids and its one countdown timer. Bids and timer firings change state under
-/// one lock, and each change is reported to the sink before the lock is released.
+/// one lock; each change is stored and published through the sink before memory changes.
 public final class AuctionHouse: Sendable {
     private struct Entry {
         var auction: Auction
@@ -28,17 +28,43 @@ public final class AuctionHouse: Sendable {
 
     public static func topic(_ id: String) -> String { "auctions/\(id)" }
 
-    public func create(_ request: NewAuction) -> JSONValue {
-        state.withLock { state in
+    /// Restores stored auctions: running countdowns continue with the time really left, and one whose
+    /// deadline passed while Herald was down closes now, publishing `closed` once.
+    public func restore(_ records: [JSONValue]) throws(DomainError) {
+        let auctions = try records.map { record throws(DomainError) in try Auction(record: record) }
+        try state.withLock { state throws(DomainError) in
+            let now = clock.now
+            for auction in auctions.sorted(by: { (Int($0.id) ?? 0, $0.id) < (Int($1.id) ?? 0, $1.id) }) {
+                state.entries[auction.id] = Entry(auction: auction)
+                state.order.append(auction.id)
+                state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
+                sink.seed([(Self.topic(auction.id), ["auction": auction.json(at: now)])])
+            }
+            for id in state.order {
+                guard var entry = state.entries[id], entry.auction.status == .open, entry.auction.countdown.isRunning else { continue }
+                let action = entry.auction.countdown.resume(at: now)
+                if action == .expire {
+                    try close(&entry, at: now)
+                } else {
+                    entry.timer = schedule(action, for: id)
+                }
+                state.entries[id] = entry
+            }
+        }
+    }
+
+    public func create(_ request: NewAuction) throws(DomainError) -> JSONValue {
+        try state.withLock { state throws(DomainError) in
             let id = String(state.nextId)
-            state.nextId += 1
             let now = clock.now
             let auction = Auction(id: id, item: request.item, countdownSeconds: request.countdownSeconds,
                                   startingPrice: request.startingPrice, createdAt: now)
+            let json = auction.json(at: now)
+            try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["auction": json])],
+                                    records: [auction.record]))
+            state.nextId += 1
             state.entries[id] = Entry(auction: auction)
             state.order.append(id)
-            let json = auction.json(at: now)
-            sink.seed([(Self.topic(id), ["auction": json])])
             return json
         }
     }
@@ -73,12 +99,12 @@ public final class AuctionHouse: Sendable {
             let now = clock.now
             let bid = try entry.auction.place(bidder: request.bidder, amount: request.amount, at: now)
             let action = entry.auction.countdown.restart(at: now)
+            let auction = entry.auction.json(at: now)
+            try sink.publish(Change(topic: Self.topic(id), event: "bid", payload: ["bid": bid.json, "auction": auction],
+                                    values: [(Self.topic(id), ["auction": auction])], records: [entry.auction.record]))
             entry.timer?.cancel()
             entry.timer = state.stopped ? nil : schedule(action, for: id)
             state.entries[id] = entry
-            let auction = entry.auction.json(at: now)
-            sink.publish(Change(topic: Self.topic(id), event: "bid", payload: ["bid": bid.json, "auction": auction],
-                                values: [(Self.topic(id), ["auction": auction])]))
             return (bid.json, auction)
         }
     }
@@ -86,7 +112,7 @@ public final class AuctionHouse: Sendable {
     /// How many countdown timers are scheduled (at most one per running auction).
     public var liveTimers: Int { state.withLock { $0.entries.values.count { $0.timer != nil } } }
 
-    /// Cancels every timer (at shutdown); countdowns stop where they are.
+    /// Cancels every timer (at shutdown); countdowns stop where they are, their deadlines kept.
     public func stop() {
         state.withLock { state in
             state.stopped = true
@@ -110,28 +136,40 @@ public final class AuctionHouse: Sendable {
         state.withLock { state in
             guard !state.stopped, var entry = state.entries[id] else { return }
             let now = clock.now
+            let previous = entry
             let action = entry.auction.countdown.fire(generation: generation, at: now)
-            switch action {
-            case .ignore:
-                return
-            case .tick(let remaining, _, _):
-                entry.timer = schedule(action, for: id)
+            do {
+                switch action {
+                case .ignore, .schedule:
+                    return
+                case .tick(let remaining, _, _):
+                    try sink.publish(Change(topic: Self.topic(id), event: "tick", payload: [
+                        "auctionId": .string(id), "remainingSeconds": .integer(remaining),
+                        "price": .int(entry.auction.price), "leader": .optional(entry.auction.leader),
+                    ], values: [(Self.topic(id), ["auction": entry.auction.json(at: now)])]))
+                    entry.timer = schedule(action, for: id)
+                case .expire:
+                    try close(&entry, at: now)
+                }
                 state.entries[id] = entry
-                let auction = entry.auction.json(at: now)
-                sink.publish(Change(topic: Self.topic(id), event: "tick",
-                                    payload: ["auctionId": .string(id), "remainingSeconds": .integer(remaining), "price": .int(entry.auction.price), "leader": .optional(entry.auction.leader)],
-                                    values: [(Self.topic(id), ["auction": auction])]))
-            case .expire:
-                entry.timer = nil
-                entry.auction.close(at: now)
-                state.entries[id] = entry
-                let auction = entry.auction.json(at: now)
-                sink.publish(Change(topic: Self.topic(id), event: "closed",
-                                    payload: ["auction": auction, "winner": .optional(entry.auction.winner)],
-                                    values: [(Self.topic(id), ["auction": auction])]))
-            case .schedule:
-                return
+            } catch {
+                // Not stored, so not happened: try the same firing again in a second.
+                state.entries[id] = previous
+                state.entries[id]?.timer = clock.schedule(at: now.addingTimeInterval(1)) { [weak self] in
+                    self?.fire(id, generation: generation)
+                }
             }
         }
+    }
+
+    /// Closes the auction in `entry`: the last bidder wins.
+    private func close(_ entry: inout Entry, at now: Date) throws(DomainError) {
+        var closed = entry.auction
+        closed.close(at: now)
+        let json = closed.json(at: now)
+        try sink.publish(Change(topic: Self.topic(closed.id), event: "closed", payload: ["auction": json, "winner": .optional(closed.winner)],
+                                values: [(Self.topic(closed.id), ["auction": json])], records: [closed.record]))
+        entry.auction = closed
+        entry.timer = nil
     }
 }

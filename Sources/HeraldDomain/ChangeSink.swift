@@ -1,31 +1,50 @@
 import HeraldJSON
 
-/// One change of domain state, as the domain reports it to whoever publishes it.
+/// A piece of domain state to keep across restarts: `document` is all it takes to restore it.
+public struct Record: Sendable {
+    public let kind: String
+    public let id: String
+    /// The state, or nil when it is gone.
+    public let document: JSONValue?
+
+    public init(kind: String, id: String, document: JSONValue?) {
+        self.kind = kind
+        self.id = id
+        self.document = document
+    }
+}
+
+/// One change of domain state, as the domain reports it to whoever stores and publishes it.
 public struct Change: Sendable {
-    /// The subject the event belongs to, such as `auctions/7`.
+    /// The subject the change belongs to, such as `auctions/7`.
     public let topic: String
-    /// The event's name, such as `bid`.
-    public let event: String
+    /// The event's name, such as `bid`; nil for a change observers are not told of (a new auction).
+    public let event: String?
     /// The event's payload (without its topic).
     public let payload: JSONValue
     /// Labels an observer's filter may use (changed field names, posting object).
     public let tags: [String]
-    /// Subjects whose current value changes with this event: topic and new snapshot payload (nil: gone).
+    /// Subjects whose current value changes: topic and new snapshot payload (nil: gone).
     public let values: [(topic: String, value: JSONValue?)]
+    /// Records to store with the event, in the same transaction.
+    public let records: [Record]
 
-    public init(topic: String, event: String, payload: JSONValue, tags: [String] = [], values: [(topic: String, value: JSONValue?)] = []) {
+    public init(topic: String, event: String?, payload: JSONValue = [:], tags: [String] = [],
+                values: [(topic: String, value: JSONValue?)] = [], records: [Record] = []) {
         self.topic = topic
         self.event = event
         self.payload = payload
         self.tags = tags
         self.values = values
+        self.records = records
     }
 }
 
-/// Receives every change, in order, while the domain still holds the lock that made it:
-/// a change reported here is the state every later reader sees.
+/// Stores and publishes every change, in order, while the domain still holds the lock that made it.
+/// The domain changes its memory only after `publish` returns: a change that could not be stored
+/// (`DomainError.unavailable`) never happened.
 public protocol ChangeSink: Sendable {
-    func publish(_ change: Change)
-    /// Sets current values without an event (seeding at start).
+    func publish(_ change: Change) throws(DomainError)
+    /// Sets current values without an event or a record (restoring or seeding at start).
     func seed(_ values: [(topic: String, value: JSONValue?)])
 }

@@ -42,6 +42,18 @@ public struct Countdown: Sendable, Equatable {
         return .schedule(at: nextFiring(remaining: seconds, deadline: deadline), generation: generation)
     }
 
+    /// Continues a countdown restored with its deadline: the next firing, or `.expire` if the deadline
+    /// passed while nothing was running.
+    public mutating func resume(at now: Date) -> Action {
+        guard let deadline, let remaining = remaining(at: now) else { return .ignore }
+        generation += 1
+        if remaining <= 0 {
+            self.deadline = nil
+            return .expire
+        }
+        return .schedule(at: nextFiring(remaining: remaining, deadline: deadline), generation: generation)
+    }
+
     /// A timer of `generation` fired at `now`.
     public mutating func fire(generation: UInt64, at now: Date) -> Action {
         guard generation == self.generation, let deadline, let remaining = remaining(at: now) else { return .ignore }

@@ -20,6 +20,15 @@ public final class CurrencySetting: Sendable {
 
     public var value: Currency { current.withLock { $0 } }
 
+    public static let recordKind = "currency"
+
+    /// Restores the stored default, if there is one.
+    public func restore(_ records: [JSONValue]) {
+        guard let stored = records.first?["default"]?.stringValue.flatMap(Currency.init(rawValue:)) else { return }
+        current.withLock { $0 = stored }
+        sink.seed([(Self.topic, Self.json(stored))])
+    }
+
     public static func json(_ currency: Currency) -> JSONValue {
         ["default": .string(currency.rawValue), "available": .array(Currency.allCases.map { .string($0.rawValue) })]
     }
@@ -34,13 +43,14 @@ public final class CurrencySetting: Sendable {
         if let name, Currency(rawValue: name) == nil { reader.fail("default", "must be one of \(allowed)") }
         try reader.finish()
         guard let name, let currency = Currency(rawValue: name) else { throw DomainError(.invalid, "default must be one of \(allowed)") }
-        return current.withLock { current in
+        return try current.withLock { current throws(DomainError) in
             let previous = current
             if currency != previous {
+                try sink.publish(Change(topic: Self.topic, event: "currency",
+                                        payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
+                                        values: [(Self.topic, Self.json(currency))],
+                                        records: [Record(kind: Self.recordKind, id: "default", document: ["default": .string(currency.rawValue)])]))
                 current = currency
-                sink.publish(Change(topic: Self.topic, event: "currency",
-                                    payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
-                                    values: [(Self.topic, Self.json(currency))]))
             }
             return Self.json(currency)
         }

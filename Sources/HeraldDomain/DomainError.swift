@@ -20,6 +20,8 @@ public struct DomainError: Error, Sendable, Equatable {
         case conflict
         /// One or more values are invalid.
         case invalid
+        /// The change could not be stored; nothing changed. Try again later.
+        case unavailable
     }
 
     public let kind: Kind

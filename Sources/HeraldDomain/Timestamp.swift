@@ -58,12 +58,21 @@ public enum Timestamp {
         return date.addingTimeInterval(fraction - TimeInterval(offset))
     }
 
-    /// `2015-10-09T13:09:53Z`; fractional seconds only when there are any.
+    /// `2015-10-09T13:09:53Z`, or `…53.250Z` with milliseconds, rounded to the nearest: formatting a
+    /// parsed timestamp gives back the same text.
     public static func format(_ date: Date) -> String {
-        let whole = date.timeIntervalSince1970.rounded(.down) == date.timeIntervalSince1970
-        return whole
-            ? date.formatted(.iso8601)
-            : date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        let seconds = (milliseconds / 1000).rounded(.down)
+        let fraction = Int(milliseconds - seconds * 1000)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: seconds))
+        func pad(_ value: Int?, _ width: Int) -> String {
+            let text = String(value ?? 0)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        let whole = "\(pad(parts.year, 4))-\(pad(parts.month, 2))-\(pad(parts.day, 2))T\(pad(parts.hour, 2)):\(pad(parts.minute, 2)):\(pad(parts.second, 2))"
+        return fraction == 0 ? whole + "Z" : whole + "." + pad(fraction, 3) + "Z"
     }
 
     public static func json(_ date: Date?) -> JSONValue {

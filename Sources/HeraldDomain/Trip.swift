@@ -19,6 +19,14 @@ public struct Trip: Sendable, Equatable {
     public var delaySeconds: Int { Int(actualDeparture.timeIntervalSince(departure)) }
     public var delayed: Bool { delaySeconds > 0 }
 
+    /// The trip's stored form: its three times.
+    public var record: Record {
+        Record(kind: TripBoard.recordKind, id: id, document: [
+            "id": .string(id), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
+            "actualDeparture": Timestamp.json(actualDeparture),
+        ])
+    }
+
     /// The fields whose values differ between two versions of a trip.
     public static func changedFields(from old: Trip, to new: Trip) -> [String] {
         var fields: [String] = []

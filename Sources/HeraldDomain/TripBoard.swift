@@ -19,14 +19,37 @@ public final class TripBoard: Sendable {
 
     public init(sink: any ChangeSink) { self.sink = sink }
 
-    public func create(_ request: NewTrip) -> Trip {
+    public static let recordKind = "trip"
+
+    /// Restores stored trips.
+    public func restore(_ records: [JSONValue]) throws(DomainError) {
+        var trips: [Trip] = []
+        for record in records {
+            guard let id = record["id"]?.stringValue,
+                  let departure = record["departure"]?.stringValue.flatMap(Timestamp.parse),
+                  let arrival = record["arrival"]?.stringValue.flatMap(Timestamp.parse),
+                  let actual = record["actualDeparture"]?.stringValue.flatMap(Timestamp.parse)
+            else { throw DomainError(.invalid, "a stored trip is unreadable: \(record.serialized.prefix(200))") }
+            trips.append(Trip(id: id, departure: departure, arrival: arrival, actualDeparture: actual))
+        }
         state.withLock { state in
+            for trip in trips {
+                state.trips[trip.id] = trip
+                state.nextId = max(state.nextId, (Int(trip.id) ?? 0) + 1)
+                sink.seed([(Self.topic(trip.id), ["trip": trip.json(locale: Self.eventLocale)])])
+            }
+        }
+    }
+
+    public func create(_ request: NewTrip) throws(DomainError) -> Trip {
+        try state.withLock { state throws(DomainError) in
             let id = String(state.nextId)
-            state.nextId += 1
             let trip = Trip(id: id, departure: request.departure, arrival: request.arrival,
                             actualDeparture: request.actualDeparture ?? request.departure)
+            try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["trip": trip.json(locale: Self.eventLocale)])],
+                                    records: [trip.record]))
+            state.nextId += 1
             state.trips[id] = trip
-            sink.seed([(Self.topic(id), ["trip": trip.json(locale: Self.eventLocale)])])
             return trip
         }
     }
@@ -66,11 +89,11 @@ public final class TripBoard: Sendable {
             trip.actualDeparture = newDeparture(old)
             let changed = Trip.changedFields(from: old, to: trip)
             guard !changed.isEmpty else { return trip }
-            state.trips[id] = trip
             let json = trip.json(locale: Self.eventLocale)
-            sink.publish(Change(topic: Self.topic(id), event: "trip",
-                                payload: ["trip": json, "changed": .array(changed.map { .string($0) })],
-                                tags: changed, values: [(Self.topic(id), ["trip": json])]))
+            try sink.publish(Change(topic: Self.topic(id), event: "trip",
+                                    payload: ["trip": json, "changed": .array(changed.map { .string($0) })],
+                                    tags: changed, values: [(Self.topic(id), ["trip": json])], records: [trip.record]))
+            state.trips[id] = trip
             return trip
         }
     }

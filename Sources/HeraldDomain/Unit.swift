@@ -45,6 +45,23 @@ public final class UnitStore: Sendable {
         sink.seed([(Self.collectionTopic, Self.listJSON([:]))])
     }
 
+    public static let recordKind = "unit"
+
+    /// Restores stored units.
+    public func restore(_ records: [JSONValue]) throws(DomainError) {
+        var restored: [String: Unit] = [:]
+        for record in records {
+            guard let id = record["id"]?.stringValue, let name = record["name"]?.stringValue,
+                  let status = record["status"]?.stringValue.flatMap(Unit.Status.init(rawValue:))
+            else { throw DomainError(.invalid, "a stored unit is unreadable: \(record.serialized.prefix(200))") }
+            restored[id] = Unit(id: id, name: name, status: status)
+        }
+        units.withLock { units in
+            units = restored
+            sink.seed(restored.values.map { (Self.topic($0.id), ["unit": $0.json]) } + [(Self.collectionTopic, Self.listJSON(units))])
+        }
+    }
+
     public func list() -> [JSONValue] { units.withLock { Self.sorted($0).map(\.json) } }
 
     public func get(_ id: String) throws(DomainError) -> JSONValue {
@@ -65,20 +82,26 @@ public final class UnitStore: Sendable {
         try reader.finish()
         guard let name, let status else { throw DomainError(.invalid, "name and status are required") }
         let unit = Unit(id: id, name: name, status: status)
-        return units.withLock { units in
+        return try units.withLock { units throws(DomainError) in
             let created = units[id] == nil
-            units[id] = unit
-            sink.publish(Change(topic: Self.topic(id), event: "unit", payload: ["unit": unit.json, "created": .bool(created)],
-                                values: [(Self.topic(id), ["unit": unit.json]), (Self.collectionTopic, Self.listJSON(units))]))
+            var after = units
+            after[id] = unit
+            try sink.publish(Change(topic: Self.topic(id), event: "unit", payload: ["unit": unit.json, "created": .bool(created)],
+                                    values: [(Self.topic(id), ["unit": unit.json]), (Self.collectionTopic, Self.listJSON(after))],
+                                    records: [Record(kind: Self.recordKind, id: id, document: unit.json)]))
+            units = after
             return (unit.json, created)
         }
     }
 
     public func delete(_ id: String) throws(DomainError) {
         try units.withLock { units throws(DomainError) in
-            guard units.removeValue(forKey: id) != nil else { throw .notFound("unit", id) }
-            sink.publish(Change(topic: Self.topic(id), event: "removed", payload: ["id": .string(id)],
-                                values: [(Self.topic(id), nil), (Self.collectionTopic, Self.listJSON(units))]))
+            var after = units
+            guard after.removeValue(forKey: id) != nil else { throw .notFound("unit", id) }
+            try sink.publish(Change(topic: Self.topic(id), event: "removed", payload: ["id": .string(id)],
+                                    values: [(Self.topic(id), nil), (Self.collectionTopic, Self.listJSON(after))],
+                                    records: [Record(kind: Self.recordKind, id: id, document: nil)]))
+            units = after
         }
     }
 

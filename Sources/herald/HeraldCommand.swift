@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import HeraldServer
+import HeraldStore
 import Logging
 
 /// `herald`: runs the server until SIGTERM or SIGINT. Every option can also come from `HERALD_<NAME>`.
@@ -10,7 +11,7 @@ struct HeraldCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "A real-time state server: change state over JSON HTTP, watch it change over Server-Sent Events.",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY, HERALD_OBSERVER_QUEUE, HERALD_CORS_ORIGIN, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1.")
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CORS_ORIGIN, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -21,8 +22,21 @@ struct HeraldCommand: ParsableCommand {
     @Option(help: "Seconds between heartbeat comments on idle streams; 0 turns them off (env HERALD_HEARTBEAT_SECONDS).")
     var heartbeatSeconds: Int = Environment.int("HERALD_HEARTBEAT_SECONDS") ?? 15
 
-    @Option(help: "Past events kept for Last-Event-ID replay (env HERALD_HISTORY).")
-    var history: Int = Environment.int("HERALD_HISTORY") ?? 10_000
+    @Option(name: [.customLong("history-events"), .customLong("history")],
+            help: "Past events kept for Last-Event-ID replay (env HERALD_HISTORY_EVENTS).")
+    var history: Int = Environment.int("HERALD_HISTORY_EVENTS") ?? Environment.int("HERALD_HISTORY") ?? 10_000
+
+    @Option(help: "Days an event is kept for replay; 0 keeps them whatever their age (env HERALD_HISTORY_DAYS).")
+    var historyDays: Int = Environment.int("HERALD_HISTORY_DAYS") ?? 7
+
+    @Option(help: "Directory of the embedded SQLite store (env HERALD_DATA_DIR).")
+    var dataDir: String = Environment.string("HERALD_DATA_DIR") ?? "./herald-data"
+
+    @Flag(help: "Store nothing: an ephemeral server that forgets everything when it stops (env HERALD_IN_MEMORY=1).")
+    var inMemory: Bool = Environment.flag("HERALD_IN_MEMORY")
+
+    @Option(help: "normal: a commit survives a crash of Herald; full: also a power cut, at a cost per write (env HERALD_SYNC).")
+    var sync: String = Environment.string("HERALD_SYNC") ?? "normal"
 
     @Option(help: "Live events that may wait for one slow observer before its stream is closed (env HERALD_OBSERVER_QUEUE).")
     var observerQueue: Int = Environment.int("HERALD_OBSERVER_QUEUE") ?? 4096
@@ -40,7 +54,9 @@ struct HeraldCommand: ParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard heartbeatSeconds >= 0 else { throw ValidationError("--heartbeat-seconds must be 0 or more") }
         guard observerQueue >= 1 else { throw ValidationError("--observer-queue must be at least 1") }
-        guard history >= 1 else { throw ValidationError("--history must be at least 1") }
+        guard history >= 1 else { throw ValidationError("--history-events must be at least 1") }
+        guard historyDays >= 0 else { throw ValidationError("--history-days must be 0 or more") }
+        guard Synchronous(rawValue: sync) != nil else { throw ValidationError("--sync must be normal or full") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
     }
 
@@ -59,12 +75,16 @@ struct HeraldCommand: ParsableCommand {
         configuration.http.port = port
         configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
         configuration.history = history
+        configuration.historyDays = historyDays > 0 ? historyDays : nil
+        configuration.dataDirectory = inMemory ? nil : dataDir
+        configuration.synchronous = Synchronous(rawValue: sync) ?? .normal
         configuration.observerQueueLimit = observerQueue
         configuration.corsOrigin = corsOrigin
         configuration.examples = !noExamples
 
-        let herald = Herald(configuration: configuration, logger: logger)
+        let herald: Herald
         do {
+            herald = try Herald(configuration: configuration, logger: logger)
             try herald.start()
         } catch {
             logger.critical("cannot start: \(error)")

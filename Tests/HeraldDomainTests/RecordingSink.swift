@@ -14,7 +14,9 @@ final class RecordingSink: ChangeSink {
     }
 
     var all: [Change] { changes.withLock { $0 } }
-    var names: [String] { all.map(\.event) }
+    /// The changes observers are told of (those with an event).
+    var events: [Change] { all.filter { $0.event != nil } }
+    var names: [String?] { all.map(\.event) }
     func named(_ name: String) -> [Change] { all.filter { $0.event == name } }
     func seededValue(_ topic: String) -> JSONValue?? { seeded.withLock { $0[topic] } }
 }

@@ -10,7 +10,7 @@ final class TestHerald {
     let clock: ManualClock?
 
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,
-         bodyLimit: Int = 64 * 1024, examples: Bool = false) throws {
+         bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil) throws {
         var configuration = HeraldConfiguration()
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
@@ -19,8 +19,9 @@ final class TestHerald {
         configuration.history = history
         configuration.observerQueueLimit = queueLimit
         configuration.examples = examples
+        configuration.dataDirectory = dataDirectory
         self.clock = clock
-        herald = Herald(configuration: configuration, logger: Logger(label: "test"), clock: clock ?? SystemClock())
+        herald = try Herald(configuration: configuration, logger: Logger(label: "test"), clock: clock ?? SystemClock())
         try herald.start()
     }
 
@@ -61,10 +62,12 @@ final class HeraldProcess {
     let process = Process()
     let port: Int
 
-    init(arguments: [String] = []) throws {
+    /// Starts `herald` in memory, or on `dataDirectory` when given.
+    init(arguments: [String] = [], dataDirectory: String? = nil) throws {
         port = try Self.freePort()
         process.executableURL = heraldExecutable()
-        process.arguments = ["--port", String(port), "--log-level", "warning"] + arguments
+        let store = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
+        process.arguments = ["--port", String(port), "--log-level", "warning"] + store + arguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let port = port

@@ -3,7 +3,9 @@ import HeraldCore
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
+import HeraldStore
 import Logging
+import Synchronization
 
 /// The Herald server: the domain's subjects, the observer hub that fans their changes out, and the
 /// HTTP routes in front of them.
@@ -15,25 +17,50 @@ public final class Herald: Sendable {
     public let trips: TripBoard
     public let units: UnitStore
     private let server: HTTPServer
+    private let store: SQLiteStore?
+    private let clock: any DomainClock
+    private let pruning = Mutex<(any TimerHandle)?>(nil)
     private let logger: Logger
     private let startedAt = ContinuousClock.now
 
-    public init(configuration: HeraldConfiguration, logger: Logger, clock: any DomainClock = SystemClock()) {
+    /// Opens the store (if any), restores what it holds and prepares the routes. Throws when the store
+    /// cannot be used: a newer or corrupt database, or an unwritable directory, never starts empty.
+    public init(configuration: HeraldConfiguration, logger: Logger, clock: any DomainClock = SystemClock()) throws {
         self.configuration = configuration
         self.logger = logger
+        self.clock = clock
         let hub = Hub(historyLimit: configuration.history)
-        let sink = HubSink(hub: hub)
+        let stored: StoredState
+        if let directory = configuration.dataDirectory {
+            let store = try SQLiteStore(directory: directory, synchronous: configuration.synchronous)
+            stored = try store.load(eventLimit: configuration.history)
+            self.store = store
+            logger.info("store opened", metadata: [
+                "store.path": "\(store.path)", "store.sequence": "\(stored.lastSequence)", "store.events": "\(stored.events.count)",
+            ])
+        } else {
+            stored = StoredState()
+            store = nil
+        }
+        hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: $0.name, data: $0.data, tags: $0.tags) },
+                    lastSequence: stored.lastSequence)
+        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, logger: logger)
         self.hub = hub
-        auctions = AuctionHouse(clock: clock, sink: sink)
-        currency = CurrencySetting(sink: sink)
-        trips = TripBoard(sink: sink)
-        units = UnitStore(sink: sink)
+        auctions = AuctionHouse(clock: clock, sink: journal)
+        currency = CurrencySetting(sink: journal)
+        trips = TripBoard(sink: journal)
+        units = UnitStore(sink: journal)
+        let records = stored.records.mapValues { $0.compactMap { try? JSONValue.parse($0.document) } }
+        currency.restore(records[CurrencySetting.recordKind] ?? [])
+        try trips.restore(records[TripBoard.recordKind] ?? [])
+        try units.restore(records[UnitStore.recordKind] ?? [])
+        try auctions.restore(records[Auction.recordKind] ?? [])
 
-        let router = Self.router(hub: hub, sink: sink, auctions: auctions, currency: currency, trips: trips, units: units,
+        let router = Self.router(hub: hub, journal: journal, auctions: auctions, currency: currency, trips: trips, units: units,
                                  queueLimit: configuration.observerQueueLimit, startedAt: startedAt)
         let cors = CORS(origin: configuration.corsOrigin, router: router)
         server = HTTPServer(configuration: configuration.http, logger: logger) { request in cors.respond(to: request) }
-        if configuration.examples { createExamples() }
+        if configuration.examples, stored.records.isEmpty, stored.lastSequence == 0 { try createExamples() }
     }
 
     /// The port Herald listens on, once started.
@@ -44,18 +71,41 @@ public final class Herald: Sendable {
 
     public func start() throws {
         try server.start()
+        prune()
         logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
     }
 
     /// Stops timers, ends every stream cleanly and stops listening.
     public func stop() {
+        pruning.withLock { timer in
+            timer?.cancel()
+            timer = nil
+        }
         auctions.stop()
         server.stop()
         hub.endAll()
         logger.info("herald stopped")
     }
 
-    private static func router(hub: Hub, sink: HubSink, auctions: AuctionHouse, currency: CurrencySetting, trips: TripBoard,
+    /// Deletes events past the kept count or age from the store and the hub, then again every interval.
+    private func prune() {
+        guard let store else { return }
+        do {
+            let cutoff = configuration.historyDays.map { clock.now.addingTimeInterval(-Double($0) * 86_400) }
+            if let oldest = try store.prune(keep: configuration.history, before: cutoff) {
+                hub.forget(before: oldest)
+            } else {
+                hub.forget(before: hub.lastEventId + 1)
+            }
+        } catch {
+            logger.error("pruning failed", metadata: ["store.error": "\(error)"])
+        }
+        pruning.withLock { timer in
+            timer = clock.schedule(at: clock.now.addingTimeInterval(configuration.pruneInterval)) { [weak self] in self?.prune() }
+        }
+    }
+
+    private static func router(hub: Hub, journal: Journal, auctions: AuctionHouse, currency: CurrencySetting, trips: TripBoard,
                                units: UnitStore, queueLimit: Int, startedAt: ContinuousClock.Instant) -> Router {
         let events = EventRoutes(hub: hub, queueLimit: queueLimit) { topic in
             let parts = topic.split(separator: "/", maxSplits: 1).map(String.init)
@@ -73,7 +123,7 @@ public final class Herald: Sendable {
         routes.addCurrency(currency, events: events)
         routes.addTrips(trips, events: events)
         routes.addUnits(units, events: events)
-        routes.addNotifications(sink, events: events)
+        routes.addNotifications(journal, events: events)
         routes.add("GET", "/events") { request in try events.streamMany(request) }
         routes.add("GET", "/health") { _ in
             .json([
@@ -91,11 +141,11 @@ public final class Herald: Sendable {
         return routes.router
     }
 
-    private func createExamples() {
-        _ = auctions.create(NewAuction(item: "Antique pocket watch", countdownSeconds: 7, startingPrice: 100))
+    private func createExamples() throws {
+        _ = try auctions.create(NewAuction(item: "Antique pocket watch", countdownSeconds: 7, startingPrice: 100))
         let date = { (text: String) in Timestamp.parse(text) ?? .now }
-        _ = trips.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
+        _ = try trips.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
                                  actualDeparture: date("2015-10-09T13:14:53Z")))
-        _ = try? units.put(id: "scout", json: ["name": "Scout", "status": "healthy"])
+        _ = try units.put(id: "scout", json: ["name": "Scout", "status": "healthy"])
     }
 }

@@ -1,10 +1,20 @@
+import Foundation
 import HeraldHTTP
+import HeraldStore
 
 /// Everything the command line can set.
 public struct HeraldConfiguration: Sendable {
     public var http = HTTPServerConfiguration()
-    /// Past events kept for `Last-Event-ID` replay.
+    /// Past events kept for `Last-Event-ID` replay (in memory and in the store).
     public var history = 10_000
+    /// Events older than this many days are pruned from the store and the replay history; nil: no age limit.
+    public var historyDays: Int? = 7
+    /// The data directory of the embedded store; nil: nothing is stored (an ephemeral server).
+    public var dataDirectory: String? = nil
+    /// How hard each commit insists on the disk.
+    public var synchronous = Synchronous.normal
+    /// How often old events are pruned.
+    public var pruneInterval: TimeInterval = 60
     /// Live events that may wait for one slow observer before its connection is closed.
     public var observerQueueLimit = 4096
     /// `Access-Control-Allow-Origin`.

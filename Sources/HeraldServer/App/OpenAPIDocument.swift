@@ -20,6 +20,9 @@ info:
     An observer that falls too far behind is disconnected and can resume with `Last-Event-ID`.
 
     **Errors** are `application/problem+json` (RFC 9457).
+
+    **Durability.** A 2xx answer to a change means it is stored in Herald's embedded database together
+    with its event; the state, the sequence and the replay history survive restarts and crashes.
   license:
     name: MIT
     identifier: MIT
@@ -72,6 +75,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /auctions/{id}:
     parameters:
       - $ref: "#/components/parameters/AuctionId"
@@ -138,6 +142,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /auctions/{id}/events:
     parameters:
       - $ref: "#/components/parameters/AuctionId"
@@ -187,6 +192,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /currency/events:
     get:
       tags: [currency]
@@ -242,6 +248,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /trips/{id}:
     parameters:
       - $ref: "#/components/parameters/TripId"
@@ -284,6 +291,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /trips/{id}/delay:
     parameters:
       - $ref: "#/components/parameters/TripId"
@@ -317,6 +325,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /trips/{id}/events:
     parameters:
       - $ref: "#/components/parameters/TripId"
@@ -404,6 +413,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
     delete:
       tags: [units]
       operationId: deleteUnit
@@ -412,6 +422,7 @@ paths:
         "204":
           description: Removed.
         "404": { $ref: "#/components/responses/NotFound" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /units/{id}/events:
     parameters:
       - $ref: "#/components/parameters/UnitId"
@@ -458,6 +469,7 @@ paths:
         "413": { $ref: "#/components/responses/TooLarge" }
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
+        "503": { $ref: "#/components/responses/Unavailable" }
   /notifications/{name}/events:
     parameters:
       - $ref: "#/components/parameters/NotificationName"
@@ -652,6 +664,14 @@ components:
           schema: { $ref: "#/components/schemas/Problem" }
     NotJSON:
       description: The body is not declared `application/json`.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Unavailable:
+      description: The change could not be stored (the disk is full or failing), so it was not made. Retry later.
+      headers:
+        Retry-After:
+          schema: { type: integer }
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }

@@ -5,7 +5,7 @@ import HeraldJSON
 extension Routes {
     mutating func addAuctions(_ auctions: AuctionHouse, events: EventRoutes) {
         add("POST", "/auctions") { request in
-            let auction = auctions.create(try NewAuction(json: try request.json()))
+            let auction = try auctions.create(try NewAuction(json: try request.json()))
             let id = auction["id"]?.stringValue ?? ""
             return .json(auction, status: 201, headers: [("Location", "/auctions/\(id)")])
         }
@@ -52,11 +52,11 @@ extension Routes {
         }
     }
 
-    mutating func addNotifications(_ sink: HubSink, events: EventRoutes) {
+    mutating func addNotifications(_ journal: Journal, events: EventRoutes) {
         add("POST", "/notifications/{name}") { request in
             let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
-            let event = sink.post(post.change(postedAt: Timestamp.format(.now)))
-            return .json(["id": .string(String(event.id))], status: 202)
+            let id = try journal.post(post.change(postedAt: Timestamp.format(.now)))
+            return .json(["id": .string(String(id ?? 0))], status: 202)
         }
         add("GET", "/notifications/{name}/events") { request in
             let name = request.parameter("name")

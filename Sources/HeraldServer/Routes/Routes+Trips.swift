@@ -6,7 +6,7 @@ import HeraldJSON
 extension Routes {
     mutating func addTrips(_ trips: TripBoard, events: EventRoutes) {
         add("POST", "/trips") { request in
-            let trip = trips.create(try NewTrip(json: try request.json()))
+            let trip = try trips.create(try NewTrip(json: try request.json()))
             return .json(trip.json(locale: request.locale), status: 201, headers: [("Location", "/trips/\(trip.id)")])
         }
         add("GET", "/trips") { request in

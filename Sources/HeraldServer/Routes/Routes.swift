@@ -25,6 +25,8 @@ extension Problem {
             self.init(status: 404, detail: error.message, extra: error.extra)
         case .conflict:
             self.init(status: 409, detail: error.message, extra: error.extra)
+        case .unavailable:
+            self.init(status: 503, detail: error.message, headers: [("Retry-After", "1")])
         case .invalid:
             let fields = error.fields.map { JSONValue.object([("field", .string($0.field)), ("message", .string($0.message))]) }
             self.init(status: 422, detail: error.message, extra: [("errors", .array(fields))] + error.extra)

@@ -1,0 +1,70 @@
+import Foundation
+import HeraldCore
+import HeraldDomain
+import HeraldJSON
+import HeraldStore
+import Logging
+import Synchronization
+
+/// Where every domain change goes: stored first (records and event in one transaction), then
+/// published on the hub with the same sequence number. A change that cannot be stored is refused,
+/// so a 2xx always means stored, and every observer sees what the store holds.
+final class Journal: ChangeSink {
+    let hub: Hub
+    private let store: SQLiteStore?
+    private let logger: Logger
+    /// The last sequence number given out. Its lock orders store commits and hub publishing alike.
+    private let sequence: Mutex<UInt64>
+
+    init(hub: Hub, store: SQLiteStore?, lastSequence: UInt64, logger: Logger) {
+        self.hub = hub
+        self.store = store
+        self.logger = logger
+        self.sequence = Mutex(lastSequence)
+    }
+
+    func publish(_ change: Change) throws(DomainError) { _ = try post(change) }
+
+    /// Stores and publishes `change`; returns its event's id (nil for a change without event).
+    @discardableResult
+    func post(_ change: Change) throws(DomainError) -> UInt64? {
+        try sequence.withLock { last throws(DomainError) -> UInt64? in
+            let id = last + 1
+            let data = change.event.map { _ in Self.data(topic: change.topic, payload: change.payload) }
+            if let store {
+                let event = change.event.map {
+                    StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: Date())
+                }
+                let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
+                do {
+                    try store.commit(event: event, records: records)
+                } catch {
+                    logger.error("store commit failed", metadata: ["store.error": "\(error)", "subject.topic": "\(change.topic)"])
+                    throw DomainError(.unavailable, "the change could not be stored, so it was not made: \(error)")
+                }
+            }
+            guard let name = change.event, let data else {
+                hub.set(Self.updates(change.values))
+                return nil
+            }
+            last = id
+            hub.publish(id: id, topic: change.topic, name: name, tags: change.tags, updates: Self.updates(change.values), data: data)
+            return id
+        }
+    }
+
+    func seed(_ values: [(topic: String, value: JSONValue?)]) {
+        hub.set(Self.updates(values))
+    }
+
+    private static func updates(_ values: [(topic: String, value: JSONValue?)]) -> [Hub.Update] {
+        values.map { entry in Hub.Update(topic: entry.topic, value: entry.value.map { data(topic: entry.topic, payload: $0) }) }
+    }
+
+    /// `{"topic": …, …payload}`.
+    static func data(topic: String, payload: JSONValue) -> [UInt8] {
+        let members: [(String, JSONValue)]
+        if case .object(let payloadMembers) = payload { members = payloadMembers } else { members = [("value", payload)] }
+        return JSONValue.object([("topic", .string(topic))] + members).bytes
+    }
+}

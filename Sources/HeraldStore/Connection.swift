@@ -1,0 +1,122 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection. Not thread-safe: `SQLiteStore` keeps it behind a lock.
+final class Connection {
+    let handle: OpaquePointer
+    private var statements: [String: Statement] = [:]
+
+    init(path: String) throws(StoreError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+            sqlite3_close_v2(handle)
+            throw StoreError("cannot open \(path): \(message)")
+        }
+        self.handle = handle
+        sqlite3_extended_result_codes(handle, 1)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    var lastError: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// Runs SQL that returns no rows (several statements allowed).
+    func execute(_ sql: String) throws(StoreError) {
+        var error: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
+            let message = error.map { String(cString: $0) } ?? lastError
+            sqlite3_free(error)
+            throw StoreError(message)
+        }
+    }
+
+    /// A prepared statement, cached by its SQL.
+    func statement(_ sql: String) throws(StoreError) -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var raw: OpaquePointer?
+        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil) == SQLITE_OK, let raw else {
+            throw StoreError("cannot prepare '\(sql)': \(lastError)")
+        }
+        let statement = Statement(raw: raw, connection: self)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// The first column of the first row of a query, as text.
+    func text(_ sql: String) throws(StoreError) -> String? {
+        let statement = try statement(sql)
+        defer { statement.reset() }  // an unfinished statement would hold a read transaction open
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    /// Runs `body` in one immediate transaction; rolls back if it throws.
+    func transaction(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            try body()
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+/// A prepared statement of a `Connection`.
+final class Statement {
+    let raw: OpaquePointer
+    private unowned let connection: Connection
+
+    init(raw: OpaquePointer, connection: Connection) {
+        self.raw = raw
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(raw) }
+
+    func reset() {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(raw, index, value) }
+    func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(raw, index, value) }
+    func bind(_ index: Int32, _ value: String) { csqlite_bind_text(raw, index, value, -1) }
+    func bind(_ index: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { csqlite_bind_blob(raw, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+    }
+
+    /// Advances; true while there is a row.
+    func step() throws(StoreError) -> Bool {
+        switch sqlite3_step(raw) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw StoreError(connection.lastError)
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run() throws(StoreError) {
+        _ = try step()
+        sqlite3_reset(raw)
+    }
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(raw, column) }
+    func text(_ column: Int32) -> String? { sqlite3_column_text(raw, column).map { String(cString: $0) } }
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(raw, column))
+        guard count > 0, let bytes = sqlite3_column_blob(raw, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: count))
+    }
+}

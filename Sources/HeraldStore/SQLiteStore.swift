@@ -1,0 +1,175 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// Herald's embedded store: one SQLite file in WAL mode holding the domain's records and the event
+/// log with its sequence. Each mutation is one transaction: its records and its event commit together.
+public final class SQLiteStore: Sendable {
+    /// The schema this build writes. A database with a higher `user_version` is refused.
+    public static let schemaVersion = Migrations.all.count
+    public static let fileName = "herald.sqlite3"
+
+    public let path: String
+    private let connection: Mutex<Connection>
+    private let lockFile: Int32
+
+    /// Opens (creating if needed) the store in `directory`, migrating it to the current schema.
+    /// Refuses a directory it cannot write, a file that is not a Herald database, a database from a
+    /// newer Herald, and a directory another Herald has open.
+    public init(directory: String, synchronous: Synchronous = .normal) throws(StoreError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError("cannot create the data directory \(directory): \(error.localizedDescription)")
+        }
+        guard access(directory, W_OK) == 0 else { throw StoreError("the data directory \(directory) is not writable") }
+        let lockPath = (directory as NSString).appendingPathComponent("herald.lock")
+        lockFile = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard lockFile >= 0 else { throw StoreError("cannot create \(lockPath): \(String(cString: strerror(errno)))") }
+        guard flock(lockFile, LOCK_EX | LOCK_NB) == 0 else {
+            close(lockFile)
+            throw StoreError("another Herald is using the data directory \(directory)")
+        }
+        path = (directory as NSString).appendingPathComponent(Self.fileName)
+        do {
+            let connection = try Connection(path: path)
+            try Self.prepare(connection, synchronous: synchronous, path: path)
+            self.connection = Mutex(connection)
+        } catch {
+            close(lockFile)
+            throw error
+        }
+    }
+
+    deinit { close(lockFile) }
+
+    private static func prepare(_ connection: Connection, synchronous: Synchronous, path: String) throws(StoreError) {
+        let version: Int
+        do {
+            try connection.execute("PRAGMA busy_timeout = 5000")
+            version = Int(try connection.text("PRAGMA user_version") ?? "0") ?? 0
+        } catch {
+            throw StoreError("\(path) is not a Herald database (\(error.description))")
+        }
+        guard version <= schemaVersion else {
+            throw StoreError("\(path) has schema version \(version), from a newer Herald; this one knows up to \(schemaVersion)")
+        }
+        guard try connection.text("PRAGMA quick_check") == "ok" else {
+            throw StoreError("\(path) is corrupt (PRAGMA quick_check failed): restore it from a backup")
+        }
+        guard try connection.text("PRAGMA journal_mode = WAL")?.lowercased() == "wal" else {
+            throw StoreError("\(path): cannot switch to WAL mode")
+        }
+        try connection.execute("PRAGMA synchronous = \(synchronous == .full ? "FULL" : "NORMAL")")
+        for (index, migration) in Migrations.all.enumerated() where index >= version {
+            try connection.transaction { () throws(StoreError) in
+                try connection.execute(migration)
+                try connection.execute("PRAGMA user_version = \(index + 1)")
+            }
+        }
+    }
+
+    /// Everything needed at start: the sequence, the newest `eventLimit` events and every record.
+    public func load(eventLimit: Int) throws(StoreError) -> StoredState {
+        try connection.withLock { connection throws(StoreError) in
+            var state = StoredState()
+            state.lastSequence = UInt64(try connection.text("SELECT value FROM meta WHERE key = 'sequence'").flatMap { UInt64($0) } ?? 0)
+            let records = try connection.statement("SELECT kind, id, document FROM records ORDER BY kind, id")
+            while try records.step() {
+                state.records[records.text(0) ?? "", default: []].append((records.text(1) ?? "", records.blob(2)))
+            }
+            let events = try connection.statement("SELECT id, topic, name, data, tags, at FROM events ORDER BY id DESC LIMIT ?")
+            events.bind(1, Int64(max(eventLimit, 0)))
+            while try events.step() {
+                let tags = events.text(4).map { $0.isEmpty ? [] : $0.split(separator: "\n").map(String.init) } ?? []
+                state.events.append(StoredEvent(id: UInt64(events.int(0)), topic: events.text(1) ?? "", name: events.text(2) ?? "",
+                                                data: events.blob(3), tags: tags, at: Date(timeIntervalSince1970: events.double(5))))
+            }
+            state.events.reverse()
+            return state
+        }
+    }
+
+    /// Commits one mutation: its event (if any, advancing the sequence to its id) and its records.
+    public func commit(event: StoredEvent?, records: [RecordChange]) throws(StoreError) {
+        try connection.withLock { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                if let event {
+                    let insert = try connection.statement("INSERT INTO events (id, topic, name, data, tags, at) VALUES (?, ?, ?, ?, ?, ?)")
+                    insert.bind(1, Int64(event.id))
+                    insert.bind(2, event.topic)
+                    insert.bind(3, event.name)
+                    insert.bind(4, event.data)
+                    insert.bind(5, event.tags.joined(separator: "\n"))
+                    insert.bind(6, event.at.timeIntervalSince1970)
+                    try insert.run()
+                    let sequence = try connection.statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
+                    sequence.bind(1, Int64(event.id))
+                    try sequence.run()
+                }
+                for record in records {
+                    if let document = record.document {
+                        let upsert = try connection.statement(
+                            "INSERT INTO records (kind, id, document) VALUES (?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document")
+                        upsert.bind(1, record.kind)
+                        upsert.bind(2, record.id)
+                        upsert.bind(3, document)
+                        try upsert.run()
+                    } else {
+                        let delete = try connection.statement("DELETE FROM records WHERE kind = ? AND id = ?")
+                        delete.bind(1, record.kind)
+                        delete.bind(2, record.id)
+                        try delete.run()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes events beyond the newest `keep` and those older than `before`. Returns the oldest id kept
+    /// (nil when none is left).
+    @discardableResult
+    public func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64? {
+        try connection.withLock { connection throws(StoreError) in
+            let byCount = try connection.statement("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?")
+            byCount.bind(1, Int64(max(keep, 0)))
+            try byCount.run()
+            if let before {
+                let byAge = try connection.statement("DELETE FROM events WHERE at < ?")
+                byAge.bind(1, before.timeIntervalSince1970)
+                try byAge.run()
+            }
+            return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) }
+        }
+    }
+
+    /// How many events the store holds.
+    public func eventCount() throws(StoreError) -> Int {
+        try connection.withLock { connection throws(StoreError) in Int(try connection.text("SELECT count(*) FROM events") ?? "0") ?? 0 }
+    }
+}
+
+/// The schema, one step per version; a step never changes once released.
+enum Migrations {
+    static let all: [String] = [
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO meta (key, value) VALUES ('sequence', 0);
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            topic TEXT NOT NULL,
+            name TEXT NOT NULL,
+            data BLOB NOT NULL,
+            tags TEXT NOT NULL,
+            at REAL NOT NULL
+        );
+        CREATE INDEX events_at ON events (at);
+        CREATE TABLE records (
+            kind TEXT NOT NULL,
+            id TEXT NOT NULL,
+            document BLOB NOT NULL,
+            PRIMARY KEY (kind, id)
+        ) WITHOUT ROWID;
+        """,
+    ]
+}

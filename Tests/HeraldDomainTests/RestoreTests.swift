@@ -1,0 +1,101 @@
+import Foundation
+import HeraldDomain
+import HeraldJSON
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+@Suite struct RestoreTests {
+    /// The newest stored form of each record the sink saw.
+    func records(_ sink: RecordingSink, kind: String) -> [JSONValue] {
+        var latest: [String: JSONValue?] = [:]
+        for change in sink.all { for record in change.records where record.kind == kind { latest[record.id] = record.document } }
+        return latest.keys.sorted().compactMap { latest[$0] ?? nil }
+    }
+
+    @Test func anAuctionRecordRoundTrips() throws {
+        let clock = ManualClock()
+        let sink = RecordingSink()
+        let house = AuctionHouse(clock: clock, sink: sink)
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 9, startingPrice: 5))["id"]?.stringValue ?? ""
+        _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 5))
+        _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 8))
+        let restored = AuctionHouse(clock: clock, sink: RecordingSink())
+        try restored.restore(records(sink, kind: Auction.recordKind))
+        #expect(try restored.get(id) == house.get(id))
+        #expect(try restored.bids(id) == house.bids(id))
+        #expect(try restored.create(NewAuction(item: "next"))["id"] == "2", "ids continue")
+    }
+
+    @Test func aRunningCountdownResumesWithTheTimeReallyLeft() throws {
+        let clock = ManualClock()
+        let sink = RecordingSink()
+        let house = AuctionHouse(clock: clock, sink: sink)
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 10))["id"]?.stringValue ?? ""
+        _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 1))
+        clock.advance(by: 3)
+        house.stop()
+        clock.advance(by: 2.5)  // Herald is down for 2.5 s
+
+        let after = RecordingSink()
+        let restarted = AuctionHouse(clock: clock, sink: after)
+        try restarted.restore(records(sink, kind: Auction.recordKind))
+        #expect(try restarted.get(id)["remainingSeconds"] == .int(5), "10 − 3 − 2.5, rounded")
+        #expect(restarted.liveTimers == 1)
+        clock.advance(by: 5)
+        #expect(after.named("tick").compactMap { $0.payload["remainingSeconds"]?.intValue } == [4, 3, 2, 1])
+        #expect(after.named("closed").first?.payload["winner"] == .string("ann"))
+    }
+
+    @Test func aDeadlinePassedWhileDownClosesAtStartOnce() throws {
+        let clock = ManualClock()
+        let sink = RecordingSink()
+        let house = AuctionHouse(clock: clock, sink: sink)
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 5))["id"]?.stringValue ?? ""
+        _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 1))
+        _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 2))
+        house.stop()
+        clock.advance(by: 60)
+
+        let after = RecordingSink()
+        let restarted = AuctionHouse(clock: clock, sink: after)
+        try restarted.restore(records(sink, kind: Auction.recordKind))
+        #expect(after.named("closed").count == 1)
+        #expect(after.named("closed").first?.payload["winner"] == .string("bob"))
+        #expect(try restarted.get(id)["status"] == .string("closed"))
+        clock.advance(by: 60)
+        #expect(after.named("closed").count == 1)
+
+        let again = RecordingSink()
+        try AuctionHouse(clock: clock, sink: again).restore(records(after, kind: Auction.recordKind))
+        #expect(again.events.isEmpty, "a closed auction is not closed twice")
+    }
+
+    @Test func aChangeThatCannotBeStoredDoesNotHappen() throws {
+        let clock = ManualClock()
+        let sink = FailingSink()
+        let house = AuctionHouse(clock: clock, sink: sink)
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 5))["id"]?.stringValue ?? ""
+        sink.failing = true
+        #expect { try house.bid(on: id, NewBid(bidder: "ann", amount: 1)) } throws: { ($0 as? DomainError)?.kind == .unavailable }
+        #expect(try house.get(id)["bidCount"] == .int(0))
+        #expect(house.liveTimers == 0)
+        let units = UnitStore(sink: sink)
+        #expect(throws: DomainError.self) { try units.put(id: "a", json: ["name": "A", "status": "healthy"]) }
+        #expect(units.list().isEmpty)
+    }
+}
+
+/// A sink whose store can be made to fail.
+final class FailingSink: ChangeSink {
+    private let failure = Mutex(false)
+    var failing: Bool {
+        get { failure.withLock { $0 } }
+        set { failure.withLock { $0 = newValue } }
+    }
+
+    func publish(_ change: Change) throws(DomainError) {
+        if failing { throw DomainError(.unavailable, "disk on fire") }
+    }
+    func seed(_ values: [(topic: String, value: JSONValue?)]) {}
+}

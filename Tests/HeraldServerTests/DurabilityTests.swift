@@ -1,0 +1,173 @@
+import Foundation
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+/// A fresh data directory under the system's temporary one.
+func temporaryDataDirectory() -> String {
+    NSTemporaryDirectory() + "herald-data-\(UUID().uuidString)"
+}
+
+@Suite struct RestartTests {
+    @Test func stateSequenceAndReplaySurviveARestart() throws {
+        let directory = temporaryDataDirectory()
+        var before: [String: String] = [:]
+        var lastId = ""
+        var idBeforeBids = ""
+        do {
+            let server = try TestHerald(examples: true, dataDirectory: directory)
+            let client = server.client()
+            let auction = try server.auction(countdown: 3600, startingPrice: 10)
+            let first = try server.stream("/auctions/\(auction)/events")
+            idBeforeBids = try #require(try first.next().id)
+            _ = try client.post("/auctions/\(auction)/bids", #"{"bidder":"ann","amount":10}"#)
+            _ = try client.post("/auctions/\(auction)/bids", #"{"bidder":"bob","amount":12}"#)
+            _ = try client.put("/currency", #"{"default":"gramGold"}"#)
+            _ = try client.put("/units/medic", #"{"name":"Medic","status":"wounded"}"#)
+            _ = try client.request("DELETE", "/units/scout")
+            _ = try client.post("/trips/1/delay", #"{"deltaSeconds":120}"#)
+            lastId = try #require(try client.post("/notifications/ping", #"{}"#).json["id"] as? String)
+            for path in ["/auctions", "/auctions/\(auction)/bids", "/currency", "/units", "/trips"] {
+                before[path] = try client.get(path).text
+            }
+        }
+        let server = try TestHerald(examples: true, dataDirectory: directory)
+        let client = server.client()
+        for (path, text) in before {
+            let after = try client.get(path).text
+            #expect(after == text, "\(path) after the restart")
+        }
+        let replay = try server.stream("/units/events", headers: [("Last-Event-ID", "0")])
+        #expect(try replay.next(3).map(\.event) == ["unit", "unit", "removed"], "the whole history is kept")
+        let auction = try server.stream("/auctions/2/events", headers: [("Last-Event-ID", idBeforeBids)])
+        #expect(try auction.next(2).compactMap { ($0.json["bid"] as? [String: Any])?["bidder"] as? String } == ["ann", "bob"])
+        let next = try #require(try client.post("/notifications/ping", #"{}"#).json["id"] as? String)
+        #expect(UInt64(next) == (UInt64(lastId) ?? 0) + 1, "the sequence continues, never reused")
+    }
+
+    @Test func aCountdownRunningAtShutdownResumesWithTheTimeLeft() throws {
+        let directory = temporaryDataDirectory()
+        let clock = ManualClock()
+        let id: String
+        do {
+            let server = try TestHerald(clock: clock, dataDirectory: directory)
+            id = try server.auction(countdown: 10)
+            _ = try server.client().post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":1}"#)
+            clock.advance(by: 4)
+        }
+        clock.advance(by: 3)
+        let server = try TestHerald(clock: clock, dataDirectory: directory)
+        #expect(try server.client().get("/auctions/\(id)").json["remainingSeconds"] as? Int == 3)
+        let stream = try server.stream("/auctions/\(id)/events?snapshot=false")
+        clock.advance(by: 3)
+        let events = try stream.next(3)
+        #expect(events.map(\.event) == ["tick", "tick", "closed"])
+        #expect(events.last?.json["winner"] as? String == "ann")
+    }
+
+    @Test func anUnusableDataDirectoryStopsTheServerWithAMessage() throws {
+        let directory = temporaryDataDirectory()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: directory + "/herald.sqlite3"))
+        let process = Process()
+        process.executableURL = heraldExecutable()
+        process.arguments = ["--port", "0", "--data-dir", directory]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(message.contains("not a Herald database"))
+    }
+}
+
+/// `kill -9` in the middle of a thousand mutations: what was acknowledged is there after the restart.
+@Suite(.serialized) struct CrashTests {
+    /// What one client had acknowledged before the crash.
+    struct Acknowledged: Sendable {
+        var units: [String] = []
+        var bids: [Int] = []
+        var notifications: [UInt64] = []
+        var trips = 0
+    }
+
+    @Test func everyAcknowledgedMutationSurvivesAKill() throws {
+        let directory = temporaryDataDirectory()
+        var herald = try HeraldProcess(arguments: ["--no-examples"], dataDirectory: directory)
+        let setup = HTTPClient(port: herald.port)
+        let clients = 4
+        var auctions: [String] = []
+        var trips: [String] = []
+        for _ in 0..<clients {
+            auctions.append(try #require(try setup.post("/auctions", #"{"item":"crash","countdownSeconds":3600}"#).json["id"] as? String))
+            trips.append(try #require(try setup.post("/trips", #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z"}"#).json["id"] as? String))
+        }
+        let watermark = try #require(try setup.post("/notifications/crash", #"{}"#).json["id"] as? String)
+        let acknowledged = Mutex([Acknowledged](repeating: Acknowledged(), count: clients))
+        let total = Atomic<Int>(0)
+        let port = herald.port
+        let done = DispatchGroup()
+        let (auctionIds, tripIds) = (auctions, trips)
+        for index in 0..<clients {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                let client = HTTPClient(port: port)
+                var n = 0
+                while n < 5_000 {
+                    n += 1
+                    do {
+                        switch n % 4 {
+                        case 0:
+                            let id = "c\(index)-\(n)"
+                            guard try client.put("/units/\(id)", #"{"name":"\#(id)","status":"healthy"}"#).status == 201 else { return }
+                            acknowledged.withLock { $0[index].units.append(id) }
+                        case 1:
+                            guard try client.post("/auctions/\(auctionIds[index])/bids", #"{"bidder":"c\#(index)","amount":\#(n)}"#).status == 201 else { return }
+                            acknowledged.withLock { $0[index].bids.append(n) }
+                        case 2:
+                            let response = try client.post("/notifications/crash", #"{"object":"c\#(index)"}"#)
+                            guard response.status == 202, let id = (response.json["id"] as? String).flatMap(UInt64.init) else { return }
+                            acknowledged.withLock { $0[index].notifications.append(id) }
+                        default:
+                            guard try client.post("/trips/\(tripIds[index])/delay", #"{"deltaSeconds":1}"#).status == 200 else { return }
+                            acknowledged.withLock { $0[index].trips += 1 }
+                        }
+                        total.add(1, ordering: .relaxed)
+                    } catch {
+                        return  // the server is gone
+                    }
+                }
+            }
+        }
+        #expect(eventually(timeout: 60) { total.load(ordering: .relaxed) >= 1_200 })
+        kill(herald.process.processIdentifier, SIGKILL)
+        herald.process.waitUntilExit()
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let acks = acknowledged.withLock { $0 }
+        #expect(acks.reduce(0) { $0 + $1.units.count + $1.bids.count + $1.notifications.count + $1.trips } >= 1_000)
+
+        herald = try HeraldProcess(arguments: ["--no-examples"], dataDirectory: directory)
+        let client = HTTPClient(port: herald.port)
+        let units = Set((try client.get("/units").json["units"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+        for (index, ack) in acks.enumerated() {
+            #expect(Set(ack.units).isSubset(of: units), "client \(index): every acknowledged unit")
+            let bids = (try client.get("/auctions/\(auctions[index])/bids").json["bids"] as? [[String: Any]] ?? []).compactMap { $0["amount"] as? Int }
+            #expect(Set(ack.bids).isSubset(of: Set(bids)), "client \(index): every acknowledged bid")
+            let delay = try client.get("/trips/\(trips[index])").json["delaySeconds"] as? Int ?? -1
+            #expect(delay >= ack.trips && delay <= ack.trips + 1, "client \(index): the acknowledged delays (and at most the one in flight)")
+        }
+        // Replay from before the crash: exactly the notifications after the watermark, in order, none twice.
+        let acknowledgedIds = Set(acks.flatMap(\.notifications))
+        let stream = try SSEClient(port: herald.port, path: "/notifications/crash/events", headers: [("Last-Event-ID", watermark)])
+        var replayed: [UInt64] = []
+        while let event = try? stream.next(timeout: 2) { replayed.append(UInt64(event.id ?? "") ?? 0) }
+        #expect(replayed == replayed.sorted() && Set(replayed).count == replayed.count, "in order, no duplicates")
+        #expect(acknowledgedIds.isSubset(of: Set(replayed)), "every acknowledged notification is replayed")
+        #expect(replayed.count <= acknowledgedIds.count + clients, "nothing but them and at most one in flight per client")
+
+        let next = try #require((try client.post("/notifications/crash", #"{}"#).json["id"] as? String).flatMap(UInt64.init))
+        #expect(next > (replayed.max() ?? 0), "the sequence continues after the crash")
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import HeraldStore
+import Testing
+
+@Suite struct SQLiteStoreTests {
+    /// A fresh directory under the system's temporary one.
+    func directory() -> String {
+        let path = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)"
+        return path
+    }
+
+    func event(_ id: UInt64, at: Date = Date(timeIntervalSince1970: 1_000_000), topic: String = "units/a") -> StoredEvent {
+        StoredEvent(id: id, topic: topic, name: "unit", data: Array(#"{"topic":"\#(topic)","n":\#(id)}"#.utf8), tags: ["delay", "delayed"], at: at)
+    }
+
+    @Test func aNewDirectoryGetsTheCurrentSchemaAndAnEmptyState() throws {
+        let dir = directory()
+        let store = try SQLiteStore(directory: dir)
+        let state = try store.load(eventLimit: 100)
+        #expect(state.lastSequence == 0 && state.events.isEmpty && state.records.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: dir + "/" + SQLiteStore.fileName))
+    }
+
+    @Test func eventsAndRecordsRoundTripAcrossReopening() throws {
+        let dir = directory()
+        do {
+            let store = try SQLiteStore(directory: dir)
+            try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: Array("{\"v\":1}".utf8))])
+            try store.commit(event: nil, records: [RecordChange(kind: "auction", id: "1", document: Array("{}".utf8))])
+            try store.commit(event: event(2), records: [
+                RecordChange(kind: "unit", id: "a", document: Array("{\"v\":2}".utf8)),
+                RecordChange(kind: "unit", id: "b", document: Array("{\"v\":3}".utf8)),
+            ])
+            try store.commit(event: event(3), records: [RecordChange(kind: "unit", id: "b", document: nil)])
+        }
+        let state = try SQLiteStore(directory: dir).load(eventLimit: 100)
+        #expect(state.lastSequence == 3)
+        #expect(state.events == [event(1), event(2), event(3)])
+        #expect(state.records["unit"]?.map(\.id) == ["a"])
+        #expect(state.records["unit"]?.first.map { String(decoding: $0.document, as: UTF8.self) } == "{\"v\":2}")
+        #expect(state.records["auction"]?.count == 1)
+        #expect(try SQLiteStore(directory: dir).load(eventLimit: 2).events.map(\.id) == [2, 3], "the newest, oldest first")
+    }
+
+    @Test func aFailedCommitChangesNothing() throws {
+        let store = try SQLiteStore(directory: directory())
+        try store.commit(event: event(1), records: [])
+        #expect(throws: StoreError.self) {
+            try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "x", document: [1])])
+        }
+        let state = try store.load(eventLimit: 10)
+        #expect(state.records.isEmpty, "the record of the refused commit was rolled back")
+        #expect(state.events.count == 1)
+    }
+
+    @Test func pruningByCountAndAgeNeverRewindsTheSequence() throws {
+        let dir = directory()
+        let store = try SQLiteStore(directory: dir)
+        let old = Date(timeIntervalSince1970: 1_000)
+        let recent = Date(timeIntervalSince1970: 2_000_000)
+        for id in 1...10 { try store.commit(event: event(UInt64(id), at: id <= 3 ? old : recent), records: []) }
+        #expect(try store.prune(keep: 8, before: nil) == 3)
+        #expect(try store.eventCount() == 8)
+        #expect(try store.prune(keep: 100, before: Date(timeIntervalSince1970: 10_000)) == 4)
+        #expect(try store.prune(keep: 0, before: nil) == nil)
+        #expect(try store.eventCount() == 0)
+        #expect(try store.load(eventLimit: 10).lastSequence == 10, "numbers are never reused")
+    }
+
+    @Test func aDatabaseFromANewerHeraldIsRefused() throws {
+        let dir = directory()
+        _ = try SQLiteStore(directory: dir)
+        try sqlite(dir, "PRAGMA user_version = 99")
+        #expect { try SQLiteStore(directory: dir) } throws: { ($0 as? StoreError)?.description.contains("newer Herald") == true }
+    }
+
+    @Test func aFileThatIsNotADatabaseIsRefused() throws {
+        let dir = directory()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: 8192).write(to: URL(fileURLWithPath: dir + "/" + SQLiteStore.fileName))
+        #expect { try SQLiteStore(directory: dir) } throws: { ($0 as? StoreError)?.description.contains("not a Herald database") == true }
+    }
+
+    @Test func anUnwritableDirectoryIsRefused() throws {
+        #expect { try SQLiteStore(directory: "/proc/herald-cannot-be-here") } throws: { $0 is StoreError }
+        let file = directory()
+        try Data().write(to: URL(fileURLWithPath: file))
+        #expect(throws: StoreError.self) { try SQLiteStore(directory: file + "/below-a-file") }
+    }
+
+    @Test func aSecondHeraldOnTheSameDirectoryIsRefused() throws {
+        let dir = directory()
+        let first = try SQLiteStore(directory: dir)
+        #expect { try SQLiteStore(directory: dir) } throws: { ($0 as? StoreError)?.description.contains("another Herald") == true }
+        _ = first
+    }
+
+    /// Runs SQL on the store's file through a second connection (the store must be closed).
+    func sqlite(_ dir: String, _ sql: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()",
+                             dir + "/" + SQLiteStore.fileName, sql]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw StoreError("python sqlite3 failed") }
+    }
+}
