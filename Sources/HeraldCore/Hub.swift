@@ -13,10 +13,45 @@ public final class Hub: Sendable {
         public let topic: String
         /// The new current value (JSON naming its topic), or nil when the subject is gone.
         public let value: [UInt8]?
+        /// Set for a member of a collection subject: `value` is its entry under this key.
+        public let key: String?
 
         public init(topic: String, value: [UInt8]?) {
             self.topic = topic
             self.value = value
+            self.key = nil
+        }
+
+        /// The entry `key` of the collection subject `collection` (nil: removed from it).
+        public static func member(of collection: String, key: String, value: [UInt8]?) -> Update {
+            Update(topic: collection, value: value, key: key)
+        }
+
+        private init(topic: String, value: [UInt8]?, key: String?) {
+            self.topic = topic
+            self.value = value
+            self.key = key
+        }
+    }
+
+    /// A subject whose value is the JSON array of its members' entries, rendered only when an observer
+    /// asks for a snapshot: a change of one member costs the same however many there are.
+    struct Collection {
+        let prefix: [UInt8]
+        let suffix: [UInt8]
+        var members: [String: [UInt8]] = [:]
+        var rendered: [UInt8]?
+
+        mutating func value() -> [UInt8] {
+            if let rendered { return rendered }
+            var bytes = prefix
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes.append(contentsOf: members[key] ?? [])
+            }
+            bytes.append(contentsOf: suffix)
+            rendered = bytes
+            return bytes
         }
     }
 
@@ -29,6 +64,7 @@ public final class Hub: Sendable {
 
     struct Subject {
         var value: [UInt8]?
+        var collection: Collection?
         var lastEventId: UInt64 = 0
         var observers: [UInt64: Observer] = [:]
     }
@@ -59,7 +95,7 @@ public final class Hub: Sendable {
     public var subjects: [SubjectInfo] {
         state.withLock { state in
             state.subjects
-                .filter { $0.value.value != nil || !$0.value.observers.isEmpty }
+                .filter { $0.value.value != nil || $0.value.collection != nil || !$0.value.observers.isEmpty }
                 .map { SubjectInfo(topic: $0.key, observers: $0.value.observers.count, lastEventId: $0.value.lastEventId) }
                 .sorted { $0.topic < $1.topic }
         }
@@ -67,13 +103,32 @@ public final class Hub: Sendable {
 
     /// A subject's current value.
     public func value(of topic: String) -> [UInt8]? {
-        state.withLock { $0.subjects[topic]?.value }
+        state.withLock { $0.subjects[topic]?.value ?? $0.subjects[topic]?.collection?.value() }
     }
 
     /// Sets current values without an event (for seeding state at start).
     public func set(_ updates: [Update]) {
         state.withLock { state in
-            for update in updates { state.subjects[update.topic, default: Subject()].value = update.value }
+            for update in updates { Self.apply(update, to: &state) }
+        }
+    }
+
+    /// Makes `topic` a collection subject: its value is `prefix`, its members' entries joined by commas
+    /// (in key order), then `suffix`, such as `{"topic":"units","units":[` … `]}`.
+    public func declareCollection(_ topic: String, prefix: [UInt8], suffix: [UInt8]) {
+        state.withLock { state in
+            state.subjects[topic, default: Subject()].collection = Collection(prefix: prefix, suffix: suffix)
+        }
+    }
+
+    private static func apply(_ update: Update, to state: inout State) {
+        if let key = update.key {
+            guard var collection = state.subjects[update.topic]?.collection else { return }
+            collection.members[key] = update.value
+            collection.rendered = nil
+            state.subjects[update.topic]?.collection = collection
+        } else {
+            state.subjects[update.topic, default: Subject()].value = update.value
         }
     }
 
@@ -89,9 +144,7 @@ public final class Hub: Sendable {
             let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags)
             if state.history.count >= historyLimit { _ = state.history.removeFirst() }
             state.history.append(event)
-            for update in updates {
-                state.subjects[update.topic, default: Subject()].value = update.value
-            }
+            for update in updates { Self.apply(update, to: &state) }
             // The event's own topic and every topic above it ("units/7" → "units").
             var cursor = Substring(topic)
             while true {
@@ -127,7 +180,7 @@ public final class Hub: Sendable {
         let observer = state.withLock { state -> Observer in
             let observer = Observer(id: state.nextObserverId, interests: topics, limit: max(queueLimit, 1), filter: filter)
             state.nextObserverId += 1
-            observer.enqueueInitial(initialEvents(for: observer, resume: resume, in: state))
+            observer.enqueueInitial(initialEvents(for: observer, resume: resume, in: &state))
             for topic in Set(topics) { state.subjects[topic, default: Subject()].observers[observer.id] = observer }
             state.observerCount += 1
             return observer
@@ -169,22 +222,22 @@ public final class Hub: Sendable {
         for topic in Set(observer.interests) {
             guard var subject = state.subjects[topic], subject.observers.removeValue(forKey: observer.id) != nil else { continue }
             removed = true
-            state.subjects[topic] = subject.value == nil && subject.observers.isEmpty && subject.lastEventId == 0 ? nil : subject
+            state.subjects[topic] = subject.value == nil && subject.collection == nil && subject.observers.isEmpty && subject.lastEventId == 0 ? nil : subject
         }
         if removed { state.observerCount -= 1 }
     }
 
-    private func initialEvents(for observer: Observer, resume: ResumePoint, in state: State) -> [Event] {
+    private func initialEvents(for observer: Observer, resume: ResumePoint, in state: inout State) -> [Event] {
         switch resume {
         case .now(let snapshot):
-            return snapshot ? snapshots(for: observer.interests, in: state, resync: false) : []
+            return snapshot ? snapshots(for: observer.interests, in: &state, resync: false) : []
         case .unknown:
-            return snapshots(for: observer.interests, in: state, resync: true)
+            return snapshots(for: observer.interests, in: &state, resync: true)
         case .after(let lastSeen):
             let oldest = state.history.first?.id ?? state.sequence + 1
             // Replay only when every event after `lastSeen` is still kept and `lastSeen` is not from the future.
             guard lastSeen <= state.sequence, lastSeen + 1 >= oldest else {
-                return snapshots(for: observer.interests, in: state, resync: true)
+                return snapshots(for: observer.interests, in: &state, resync: true)
             }
             var events: [Event] = []
             var offset = Int(lastSeen + 1 - oldest)
@@ -197,7 +250,7 @@ public final class Hub: Sendable {
         }
     }
 
-    private func snapshots(for topics: [String], in state: State, resync: Bool) -> [Event] {
+    private func snapshots(for topics: [String], in state: inout State, resync: Bool) -> [Event] {
         var events: [Event] = []
         for topic in topics {
             if resync {
@@ -205,6 +258,8 @@ public final class Hub: Sendable {
                 events.append(Event(id: state.sequence, topic: topic, name: "resync", data: data))
             }
             if let value = state.subjects[topic]?.value {
+                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value))
+            } else if let value = state.subjects[topic]?.collection?.value() {
                 events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value))
             }
         }

@@ -26,17 +26,33 @@ public struct Change: Sendable {
     public let tags: [String]
     /// Subjects whose current value changes: topic and new snapshot payload (nil: gone).
     public let values: [(topic: String, value: JSONValue?)]
+    /// Entries of collection subjects that change: the collection, the entry's key, its new value (nil: gone).
+    public let members: [Member]
     /// Records to store with the event, in the same transaction.
     public let records: [Record]
 
     public init(topic: String, event: String?, payload: JSONValue = [:], tags: [String] = [],
-                values: [(topic: String, value: JSONValue?)] = [], records: [Record] = []) {
+                values: [(topic: String, value: JSONValue?)] = [], members: [Member] = [], records: [Record] = []) {
         self.topic = topic
         self.event = event
         self.payload = payload
         self.tags = tags
         self.values = values
+        self.members = members
         self.records = records
+    }
+}
+
+/// One entry of a collection subject (such as one unit in `units`).
+public struct Member: Sendable {
+    public let collection: String
+    public let key: String
+    public let value: JSONValue?
+
+    public init(collection: String, key: String, value: JSONValue?) {
+        self.collection = collection
+        self.key = key
+        self.value = value
     }
 }
 
@@ -46,5 +62,11 @@ public struct Change: Sendable {
 public protocol ChangeSink: Sendable {
     func publish(_ change: Change) throws(DomainError)
     /// Sets current values without an event or a record (restoring or seeding at start).
-    func seed(_ values: [(topic: String, value: JSONValue?)])
+    func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member])
+    /// Declares a collection subject: its value is `{"topic": topic, arrayName: [entries…]}`.
+    func declareCollection(_ topic: String, arrayName: String)
+}
+
+extension ChangeSink {
+    public func seed(_ values: [(topic: String, value: JSONValue?)]) { seed(values, members: []) }
 }

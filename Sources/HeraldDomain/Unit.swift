@@ -42,7 +42,7 @@ public final class UnitStore: Sendable {
 
     public init(sink: any ChangeSink) {
         self.sink = sink
-        sink.seed([(Self.collectionTopic, Self.listJSON([:]))])
+        sink.declareCollection(Self.collectionTopic, arrayName: "units")
     }
 
     public static let recordKind = "unit"
@@ -58,7 +58,8 @@ public final class UnitStore: Sendable {
         }
         units.withLock { units in
             units = restored
-            sink.seed(restored.values.map { (Self.topic($0.id), ["unit": $0.json]) } + [(Self.collectionTopic, Self.listJSON(units))])
+            sink.seed(restored.values.map { (Self.topic($0.id), ["unit": $0.json]) },
+                      members: restored.values.map { Member(collection: Self.collectionTopic, key: $0.id, value: $0.json) })
         }
     }
 
@@ -84,27 +85,25 @@ public final class UnitStore: Sendable {
         let unit = Unit(id: id, name: name, status: status)
         return try units.withLock { units throws(DomainError) in
             let created = units[id] == nil
-            var after = units
-            after[id] = unit
             try sink.publish(Change(topic: Self.topic(id), event: "unit", payload: ["unit": unit.json, "created": .bool(created)],
-                                    values: [(Self.topic(id), ["unit": unit.json]), (Self.collectionTopic, Self.listJSON(after))],
+                                    values: [(Self.topic(id), ["unit": unit.json])],
+                                    members: [Member(collection: Self.collectionTopic, key: id, value: unit.json)],
                                     records: [Record(kind: Self.recordKind, id: id, document: unit.json)]))
-            units = after
+            units[id] = unit
             return (unit.json, created)
         }
     }
 
     public func delete(_ id: String) throws(DomainError) {
         try units.withLock { units throws(DomainError) in
-            var after = units
-            guard after.removeValue(forKey: id) != nil else { throw .notFound("unit", id) }
+            guard units[id] != nil else { throw .notFound("unit", id) }
             try sink.publish(Change(topic: Self.topic(id), event: "removed", payload: ["id": .string(id)],
-                                    values: [(Self.topic(id), nil), (Self.collectionTopic, Self.listJSON(after))],
+                                    values: [(Self.topic(id), nil)],
+                                    members: [Member(collection: Self.collectionTopic, key: id, value: nil)],
                                     records: [Record(kind: Self.recordKind, id: id, document: nil)]))
-            units = after
+            units.removeValue(forKey: id)
         }
     }
 
     private static func sorted(_ units: [String: Unit]) -> [Unit] { units.values.sorted { $0.id < $1.id } }
-    private static func listJSON(_ units: [String: Unit]) -> JSONValue { ["units": .array(sorted(units).map(\.json))] }
 }

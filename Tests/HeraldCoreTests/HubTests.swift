@@ -104,6 +104,20 @@ import Testing
         #expect(hub.observerCount == 0)
     }
 
+    @Test func aCollectionSnapshotJoinsItsMembersInKeyOrder() {
+        let hub = Hub()
+        hub.declareCollection("units", prefix: bytes(#"{"topic":"units","units":["#), suffix: bytes("]}"))
+        #expect(hub.value(of: "units").map { String(decoding: $0, as: UTF8.self) } == #"{"topic":"units","units":[]}"#)
+        hub.publish(topic: "units/b", name: "unit", updates: [.member(of: "units", key: "b", value: bytes(#"{"id":"b"}"#))], data: bytes("1"))
+        hub.publish(topic: "units/a", name: "unit", updates: [.member(of: "units", key: "a", value: bytes(#"{"id":"a"}"#))], data: bytes("2"))
+        let first = drain(hub.subscribe(to: ["units"], resume: .now(snapshot: true)))
+        #expect(first.map(text) == [#"{"topic":"units","units":[{"id":"a"},{"id":"b"}]}"#])
+        hub.publish(topic: "units/a", name: "removed", updates: [.member(of: "units", key: "a", value: nil)], data: bytes("3"))
+        let second = drain(hub.subscribe(to: ["units"], resume: .now(snapshot: true)))
+        #expect(second.map(text) == [#"{"topic":"units","units":[{"id":"b"}]}"#])
+        #expect(second.first?.id == 3)
+    }
+
     @Test func aSubjectObservedTwiceThroughParentAndChildGetsEachEventOnce() {
         let hub = Hub()
         let subscription = hub.subscribe(to: ["units", "units/1"], resume: .now(snapshot: false))

@@ -9,7 +9,9 @@ final class RecordingSink: ChangeSink {
 
     func publish(_ change: Change) { changes.withLock { $0.append(change) } }
 
-    func seed(_ values: [(topic: String, value: JSONValue?)]) {
+    func declareCollection(_ topic: String, arrayName: String) {}
+
+    func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {
         seeded.withLock { for (topic, value) in values { $0[topic] = value } }
     }
 

@@ -97,5 +97,6 @@ final class FailingSink: ChangeSink {
     func publish(_ change: Change) throws(DomainError) {
         if failing { throw DomainError(.unavailable, "disk on fire") }
     }
-    func seed(_ values: [(topic: String, value: JSONValue?)]) {}
+    func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {}
+    func declareCollection(_ topic: String, arrayName: String) {}
 }

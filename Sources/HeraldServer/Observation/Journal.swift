@@ -43,22 +43,33 @@ final class Journal: ChangeSink {
                     throw DomainError(.unavailable, "the change could not be stored, so it was not made: \(error)")
                 }
             }
+            let updates = Self.updates(change.values, change.members)
             guard let name = change.event, let data else {
-                hub.set(Self.updates(change.values))
+                hub.set(updates)
                 return nil
             }
             last = id
-            hub.publish(id: id, topic: change.topic, name: name, tags: change.tags, updates: Self.updates(change.values), data: data)
+            hub.publish(id: id, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data)
             return id
         }
     }
 
-    func seed(_ values: [(topic: String, value: JSONValue?)]) {
-        hub.set(Self.updates(values))
+    func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {
+        hub.set(Self.updates(values, members))
     }
 
-    private static func updates(_ values: [(topic: String, value: JSONValue?)]) -> [Hub.Update] {
+    func declareCollection(_ topic: String, arrayName: String) {
+        var prefix = ""
+        JSONValue.object([("topic", .string(topic))]).write(to: &prefix)
+        prefix.removeLast()
+        prefix += ","
+        JSONValue.string(arrayName).write(to: &prefix)
+        hub.declareCollection(topic, prefix: Array((prefix + ":[").utf8), suffix: Array("]}".utf8))
+    }
+
+    private static func updates(_ values: [(topic: String, value: JSONValue?)], _ members: [Member]) -> [Hub.Update] {
         values.map { entry in Hub.Update(topic: entry.topic, value: entry.value.map { data(topic: entry.topic, payload: $0) }) }
+            + members.map { Hub.Update.member(of: $0.collection, key: $0.key, value: $0.value?.bytes) }
     }
 
     /// `{"topic": …, …payload}`.
