@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "herald-bench", targets: ["herald-bench"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
     ],
     dependencies: [
@@ -23,13 +24,14 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .target(name: "CEpoll"),
         .target(name: "HeraldJSON"),
         .target(name: "HeraldStore", dependencies: ["CSQLite"]),
         .target(name: "HeraldCore"),
         .target(name: "HeraldDomain", dependencies: ["HeraldJSON"]),
         .target(
             name: "HeraldHTTP",
-            dependencies: ["CMicroHTTPD", "HeraldJSON", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CMicroHTTPD", "CEpoll", "HeraldJSON", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "HeraldServer",
@@ -45,6 +47,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .executableTarget(
+            name: "herald-bench",
+            dependencies: ["CEpoll", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),

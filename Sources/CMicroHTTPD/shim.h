@@ -6,9 +6,6 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 /* Swift cannot call MHD's variadic functions nor see some macros: these adapters make them callable. */
 
@@ -73,38 +70,6 @@ static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon)
 {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info == NULL ? 0 : info->num_connections;
-}
-
-/* A watch list of sockets whose peer may leave while libmicrohttpd has them suspended. */
-
-/// Watches `fd` for the peer closing (or an error), reporting `token` once.
-static inline int cmhd_watch_add(int epfd, int fd, uint64_t token)
-{
-    struct epoll_event event = { .events = EPOLLRDHUP | EPOLLONESHOT, .data = { .u64 = token } };
-    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
-}
-
-/// Watches `fd` for reading (used for the watcher's own wake-up eventfd).
-static inline int cmhd_watch_add_readable(int epfd, int fd, uint64_t token)
-{
-    struct epoll_event event = { .events = EPOLLIN, .data = { .u64 = token } };
-    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
-}
-
-static inline int cmhd_watch_remove(int epfd, int fd)
-{
-    struct epoll_event unused = { 0 };
-    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &unused);
-}
-
-/// Waits for watched events; stores up to `max` tokens. Returns their count, or -1 (see errno).
-static inline int cmhd_watch_wait(int epfd, uint64_t *tokens, int max, int timeout_ms)
-{
-    struct epoll_event events[256];
-    if (max > 256) max = 256;
-    int count = epoll_wait(epfd, events, max, timeout_ms);
-    for (int i = 0; i < count; i++) tokens[i] = events[i].data.u64;
-    return count;
 }
 
 #endif

@@ -1,4 +1,4 @@
-import CMicroHTTPD
+import CEpoll
 import Dispatch
 import Foundation
 import Synchronization
@@ -19,9 +19,9 @@ final class StreamRegistry: Sendable {
     private let watcherDone = DispatchSemaphore(value: 0)
 
     init() {
-        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        wakeup = eventfd(0, Int32(EFD_CLOEXEC))
-        _ = cmhd_watch_add_readable(epoll, wakeup, 0)
+        epoll = cepoll_create()
+        wakeup = cepoll_eventfd()
+        _ = cepoll_add(epoll, wakeup, CEPOLL_IN, 0)
     }
 
     deinit {
@@ -40,12 +40,13 @@ final class StreamRegistry: Sendable {
 
     func add(_ stream: StreamConnection) {
         state.withLock { $0.streams[stream.token] = stream }
-        if stream.socket >= 0 { _ = cmhd_watch_add(epoll, stream.socket, stream.token) }
+        // The peer closing (or an error), reported once.
+        if stream.socket >= 0 { _ = cepoll_add(epoll, stream.socket, CEPOLL_RDHUP | CEPOLL_ONESHOT, stream.token) }
     }
 
     /// Called from the response's free callback, before libmicrohttpd closes the socket.
     func remove(_ stream: StreamConnection) {
-        if stream.socket >= 0 { _ = cmhd_watch_remove(epoll, stream.socket) }
+        if stream.socket >= 0 { _ = cepoll_remove(epoll, stream.socket) }
         state.withLock { _ = $0.streams.removeValue(forKey: stream.token) }
     }
 
@@ -69,6 +70,7 @@ final class StreamRegistry: Sendable {
 
     private func watch(heartbeat: Duration?) {
         var tokens = [UInt64](repeating: 0, count: 256)
+        var events = [UInt32](repeating: 0, count: 256)
         let clock = ContinuousClock()
         var nextHeartbeat = heartbeat.map { clock.now + $0 }
         while !stopped.load(ordering: .acquiring) {
@@ -82,7 +84,9 @@ final class StreamRegistry: Sendable {
                 }
                 timeout = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
             }
-            let count = tokens.withUnsafeMutableBufferPointer { cmhd_watch_wait(epoll, $0.baseAddress, 256, timeout) }
+            let count = tokens.withUnsafeMutableBufferPointer { tokens in
+                events.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 256, timeout) }
+            }
             guard count > 0 else {
                 if count < 0, errno != EINTR { break }
                 continue

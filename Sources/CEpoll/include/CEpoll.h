@@ -1,0 +1,57 @@
+#ifndef HERALD_CEPOLL_H
+#define HERALD_CEPOLL_H
+
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+/* epoll for Swift, which does not see <sys/epoll.h> through Glibc: each registration carries a
+   64-bit token, and waiting returns tokens and event bits. */
+
+static const uint32_t CEPOLL_IN = EPOLLIN;
+static const uint32_t CEPOLL_OUT = EPOLLOUT;
+static const uint32_t CEPOLL_RDHUP = EPOLLRDHUP;
+static const uint32_t CEPOLL_HUP = EPOLLHUP;
+static const uint32_t CEPOLL_ERR = EPOLLERR;
+static const uint32_t CEPOLL_ONESHOT = EPOLLONESHOT;
+static const uint32_t CEPOLL_ET = EPOLLET;
+
+static inline int cepoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+static inline int cepoll_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+/// Adds `fd` with `events`, reporting `token`.
+static inline int cepoll_add(int epfd, int fd, uint32_t events, uint64_t token)
+{
+    struct epoll_event event = { .events = events, .data = { .u64 = token } };
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
+/// Changes the events `fd` is watched for.
+static inline int cepoll_modify(int epfd, int fd, uint32_t events, uint64_t token)
+{
+    struct epoll_event event = { .events = events, .data = { .u64 = token } };
+    return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event);
+}
+
+static inline int cepoll_remove(int epfd, int fd)
+{
+    struct epoll_event unused = { 0 };
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &unused);
+}
+
+/// Waits up to `timeout_ms` (-1: forever); stores up to `max` tokens and their event bits.
+/// Returns their count, or -1 (see errno).
+static inline int cepoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int timeout_ms)
+{
+    struct epoll_event ready[512];
+    if (max > 512) max = 512;
+    int count = epoll_wait(epfd, ready, max, timeout_ms);
+    for (int i = 0; i < count; i++) {
+        tokens[i] = ready[i].data.u64;
+        events[i] = ready[i].events;
+    }
+    return count;
+}
+
+#endif

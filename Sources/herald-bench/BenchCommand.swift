@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+
+/// `herald-bench`: measures a running Herald from outside, and prints one JSON report.
+@main
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald-bench",
+        abstract: "Fan-out benchmark: N SSE subscribers on one auction, M bids, one JSON report.",
+        discussion: "Needs nothing but a running herald (its PID for memory and CPU). See BENCHMARKS.md.")
+
+    @Option(help: "Herald's address.") var host = "127.0.0.1"
+    @Option(help: "Herald's port.") var port = 8080
+    @Option(help: "Herald's process id, for RSS and CPU from /proc.") var pid: Int32
+    @Option(help: "SSE subscribers to open.") var subscribers = 1000
+    @Option(help: "Bids to publish.") var events = 50
+    @Option(help: "Milliseconds between bids.") var intervalMs = 20.0
+    @Option(help: "New subscribers per second while ramping up.") var ramp = 5000.0
+    @Option(help: "Loopback source addresses to spread subscribers over (127.0.0.1, .2, …).") var sources = 4
+    @Option(help: "Seconds to measure idle CPU with everyone connected.") var idleSeconds = 5.0
+    @Option(help: "Seconds any phase may take.") var timeout = 120.0
+    @Option(help: "Bid on this auction instead of creating one.") var auction: String?
+
+    func validate() throws {
+        guard subscribers > 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250 else {
+            throw ValidationError("subscribers, events, ramp and sources must be positive (sources at most 250)")
+        }
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        guard UInt(subscribers) + 16 <= UInt(limit.rlim_cur) else {
+            throw ValidationError("\(subscribers) subscribers need more open files than the limit of \(limit.rlim_cur)")
+        }
+    }
+
+    func run() throws {
+        let options = Fanout.Options(host: host, port: port, pid: pid, subscribers: subscribers, events: events,
+                                     intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
+                                     idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction)
+        let report = try Fanout(options: options).run()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        print(String(decoding: try encoder.encode(report), as: UTF8.self))
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+
+/// A minimal blocking HTTP/1.1 client over one keep-alive connection, for the bench's own requests.
+final class BlockingHTTP {
+    private let host: String
+    private let port: Int
+    private var fd: Int32 = -1
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Sends a request with a JSON body (if any); returns the status and body.
+    func request(_ method: String, _ path: String, json: String? = nil) throws -> (status: Int, body: String) {
+        if fd < 0 { fd = try connectSocket() }
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
+        if let json { text += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
+        text += "\r\n" + (json ?? "")
+        let bytes = Array(text.utf8)
+        guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
+            throw BenchError("send failed")
+        }
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, 0) }
+            guard count > 0 else { throw BenchError("connection closed") }
+            buffer.append(contentsOf: chunk[0..<count])
+            guard let end = find(buffer, [13, 10, 13, 10]) else { continue }
+            let head = String(decoding: buffer[0..<end], as: UTF8.self)
+            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            guard buffer.count >= end + 4 + length else { continue }
+            let status = Int(head.split(separator: " ")[1]) ?? 0
+            return (status, String(decoding: buffer[(end + 4)..<(end + 4 + length)], as: UTF8.self))
+        }
+    }
+
+    private func connectSocket() throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw BenchError("cannot connect to \(host):\(port)")
+        }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return fd
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func find(_ haystack: [UInt8], _ needle: [UInt8], from start: Int = 0) -> Int? {
+    guard haystack.count >= needle.count + start else { return nil }
+    var index = start
+    while index <= haystack.count - needle.count {
+        if haystack[index] == needle[0] {
+            var match = true
+            for offset in 1..<needle.count where haystack[index + offset] != needle[offset] {
+                match = false
+                break
+            }
+            if match { return index }
+        }
+        index += 1
+    }
+    return nil
+}

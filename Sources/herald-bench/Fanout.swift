@@ -1,0 +1,209 @@
+import CEpoll
+import Foundation
+import Synchronization
+
+/// The fan-out measurement: N subscribers on one epoll loop, M bids from another thread.
+struct Fanout {
+    struct Options {
+        var host = "127.0.0.1"
+        var port = 8080
+        var pid: Int32
+        var subscribers = 1000
+        var events = 50
+        var intervalMilliseconds = 20.0
+        var rampPerSecond = 5000.0
+        var sources = 4
+        var idleSeconds = 5.0
+        var timeoutSeconds = 120.0
+        var auction: String?
+    }
+
+    struct Report: Encodable {
+        var subscribers: [String: Int] = [:]
+        var events: [String: Int] = [:]
+        var latencyMilliseconds: Distribution?
+        var lastSubscriberMilliseconds: Distribution?
+        var burstSeconds = 0.0
+        var deliveredPerSecond = 0.0
+        var server: [String: Double] = [:]
+        var serverCpuMicrosecondsPerDeliveredEvent = 0.0
+        var seconds: [String: Double] = [:]
+    }
+
+    let options: Options
+
+    func run() throws -> Report {
+        let server = ProcessStats(pid: options.pid)
+        let control = BlockingHTTP(host: options.host, port: options.port)
+        let auction = try options.auction ?? {
+            let created = try control.request("POST", "/auctions", json: #"{"item":"bench","countdownSeconds":3600}"#)
+            guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
+                throw BenchError("cannot create an auction: \(created.status) \(created.body)")
+            }
+            return String(id)
+        }()
+        var report = Report()
+        let rssBefore = server.rssKiB
+        let cpuBefore = server.cpuSeconds
+        let epoll = cepoll_create()
+        defer { close(epoll) }
+        var subscribers: [Subscriber] = []
+        subscribers.reserveCapacity(options.subscribers)
+        var connectFailures = 0
+        let request = Array("GET /auctions/\(auction)/events HTTP/1.1\r\nHost: \(options.host)\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        var tokens = [UInt64](repeating: 0, count: 512)
+        var bits = [UInt32](repeating: 0, count: 512)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var snapshots = 0
+        var deliveries = 0
+        let first = Date()
+        var receiveTimes = [Double](repeating: 0, count: options.events + 1)  // latest delivery of each bid
+        var latencies: [Double] = []
+        latencies.reserveCapacity(options.subscribers * options.events)
+        let sendTimes = Mutex([Double](repeating: 0, count: options.events + 1))
+        let clock = { Date().timeIntervalSince1970 }
+
+        /// One pass of the loop: connect more (while ramping), read what is ready.
+        func pump(timeoutMs: Int32) {
+            let due = min(options.subscribers, Int(Date().timeIntervalSince(first) * options.rampPerSecond) + 1)
+            while subscribers.count + connectFailures < due {
+                let index = subscribers.count
+                guard let fd = connectNonBlocking(source: index % max(options.sources, 1)) else {
+                    connectFailures += 1
+                    continue
+                }
+                subscribers.append(Subscriber(fd: fd))
+                _ = cepoll_add(epoll, fd, CEPOLL_OUT | CEPOLL_IN | CEPOLL_RDHUP, UInt64(index))
+            }
+            let count = tokens.withUnsafeMutableBufferPointer { tokens in
+                bits.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, timeoutMs) }
+            }
+            guard count > 0 else { return }
+            for slot in 0..<Int(count) {
+                let index = Int(tokens[slot])
+                let fd = subscribers[index].fd
+                if case .connecting = subscribers[index].phase {
+                    guard bits[slot] & (CEPOLL_ERR | CEPOLL_HUP) == 0 else {
+                        subscribers[index].phase = .closed
+                        _ = cepoll_remove(epoll, fd)
+                        continue
+                    }
+                    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    subscribers[index].phase = .head
+                    _ = cepoll_modify(epoll, fd, CEPOLL_IN | CEPOLL_RDHUP, UInt64(index))
+                    continue
+                }
+                while true {
+                    let received = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, Int32(MSG_DONTWAIT)) }
+                    if received <= 0 {
+                        if received == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
+                            _ = cepoll_remove(epoll, fd)
+                            subscribers[index].phase = .closed
+                        }
+                        break
+                    }
+                    let now = clock()
+                    let hadSnapshot = subscribers[index].gotSnapshot
+                    buffer.withUnsafeBytes { bytes in
+                        subscribers[index].feed(UnsafeRawBufferPointer(rebasing: bytes[0..<received])) { amount in
+                            guard amount <= options.events else { return }
+                            deliveries += 1
+                            receiveTimes[amount] = max(receiveTimes[amount], now)
+                            let sent = sendTimes.withLock { $0[amount] }
+                            if sent > 0 { latencies.append((now - sent) * 1000) }
+                        }
+                    }
+                    if !hadSnapshot, subscribers[index].gotSnapshot { snapshots += 1 }
+                    if received < 65536 { break }
+                }
+            }
+        }
+
+        // Connect everyone and wait for every snapshot.
+        let connectDeadline = Date().addingTimeInterval(options.timeoutSeconds)
+        func deadWithoutSnapshot() -> Int { subscribers.count { if case .closed = $0.phase { !$0.gotSnapshot } else { false } } }
+        while subscribers.count + connectFailures < options.subscribers || snapshots + deadWithoutSnapshot() < subscribers.count,
+              Date() < connectDeadline {
+            pump(timeoutMs: 10)
+        }
+        let connected = subscribers.count { $0.gotSnapshot }
+        report.seconds["connecting"] = Date().timeIntervalSince(first)
+        let rssHeld = server.rssKiB
+        let cpuConnected = server.cpuSeconds
+        report.server["threads"] = Double(server.threads)
+
+        // Idle: heartbeats only.
+        let idleStart = Date()
+        while Date().timeIntervalSince(idleStart) < options.idleSeconds { pump(timeoutMs: 100) }
+        let cpuIdle = server.cpuSeconds - cpuConnected
+
+        // Publish M bids from another thread while this one reads.
+        let publishStart = clock()
+        let publisherDone = Atomic<Bool>(false)
+        let (host, port, events, interval) = (options.host, options.port, options.events, options.intervalMilliseconds)
+        Thread.detachNewThread {
+            let client = BlockingHTTP(host: host, port: port)
+            for amount in 1...events {
+                sendTimes.withLock { $0[amount] = Date().timeIntervalSince1970 }
+                _ = try? client.request("POST", "/auctions/\(auction)/bids", json: #"{"bidder":"bench","amount":\#(amount)}"#)
+                Thread.sleep(forTimeInterval: interval / 1000)
+            }
+            publisherDone.store(true, ordering: .releasing)
+        }
+        let cpuPublishStart = server.cpuSeconds
+        let expected = connected * options.events
+        let deadline = Date().addingTimeInterval(options.timeoutSeconds)
+        while deliveries < expected || !publisherDone.load(ordering: .acquiring), Date() < deadline { pump(timeoutMs: 5) }
+        let publishEnd = receiveTimes.max() ?? clock()
+        let cpuPublish = server.cpuSeconds - cpuPublishStart
+
+        let sent = sendTimes.withLock { $0 }
+        report.subscribers = ["requested": options.subscribers, "connected": connected, "failed": options.subscribers - connected,
+                              "closedDuringRun": subscribers.count { if case .closed = $0.phase { $0.gotSnapshot } else { false } }]
+        report.events = [
+            "expected": expected, "received": deliveries,
+            "lost": subscribers.reduce(0) { $0 + $1.lost + (($1.gotSnapshot ? options.events : 0) - $1.lastAmount) },
+            "duplicated": subscribers.reduce(0) { $0 + $1.duplicated }, "outOfOrder": subscribers.reduce(0) { $0 + $1.outOfOrder },
+        ]
+        report.latencyMilliseconds = Distribution(latencies)
+        report.lastSubscriberMilliseconds = Distribution((1...options.events).compactMap { k in
+            receiveTimes[k] > 0 && sent[k] > 0 ? (receiveTimes[k] - sent[k]) * 1000 : nil
+        })
+        report.burstSeconds = publishEnd - publishStart
+        report.deliveredPerSecond = (Double(deliveries) / max(publishEnd - publishStart, 0.001)).rounded()
+        report.server["rssKiBBefore"] = Double(rssBefore)
+        report.server["rssKiBHeld"] = Double(rssHeld)
+        report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
+        report.server["cpuSecondsConnecting"] = cpuConnected - cpuBefore
+        report.server["cpuSecondsIdle"] = cpuIdle
+        report.server["idleCpuFractionOfCore"] = cpuIdle / options.idleSeconds
+        report.server["cpuSecondsPublishing"] = cpuPublish
+        report.serverCpuMicrosecondsPerDeliveredEvent = deliveries > 0 ? (cpuPublish / Double(deliveries) * 1e7).rounded() / 10 : 0
+        for subscriber in subscribers where subscriber.fd >= 0 { close(subscriber.fd) }
+        return report
+    }
+
+    /// A non-blocking connect from 127.0.0.(1 + source) so many subscribers do not run out of ports.
+    private func connectNonBlocking(source: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, "127.0.0.\(1 + source)", &local.sin_addr)
+        _ = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(options.port).bigEndian)
+        inet_pton(AF_INET, options.host, &remote.sin_addr)
+        let result = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 || errno == EINPROGRESS else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+}
