@@ -12,13 +12,19 @@ public final class Event: Sendable {
     public let data: [UInt8]
     /// Labels an observer's filter may look at (changed field names, the posting object).
     public let tags: [String]
+    /// The event as observers receive it, encoded once by the hub's encoder and shared by all of them.
+    public let frame: [UInt8]
 
-    public init(id: UInt64, topic: String, name: String, data: [UInt8], tags: [String] = []) {
+    /// Encodes an event for the wire (id, name, data), once per event.
+    public typealias Encoder = @Sendable (_ id: UInt64, _ name: String, _ data: [UInt8]) -> [UInt8]
+
+    public init(id: UInt64, topic: String, name: String, data: [UInt8], tags: [String] = [], encoder: Encoder? = nil) {
         self.id = id
         self.topic = topic
         self.name = name
         self.data = data
         self.tags = tags
+        self.frame = encoder?(id, name, data) ?? []
     }
 
     /// Whether an observer of `interest` sees this event: the same topic, or a topic below it.

@@ -79,10 +79,13 @@ public final class Hub: Sendable {
 
     /// How many past events are kept for replay.
     public let historyLimit: Int
+    private let encoder: Event.Encoder?
     private let state = Mutex(State())
 
-    public init(historyLimit: Int = 10_000) {
+    /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
+    public init(historyLimit: Int = 10_000, encoder: Event.Encoder? = nil) {
         self.historyLimit = max(historyLimit, 1)
+        self.encoder = encoder
     }
 
     /// The newest sequence number published.
@@ -141,7 +144,7 @@ public final class Hub: Sendable {
         var wakers: [(Waker, Bool)] = []
         let event = state.withLock { state -> Event in
             state.sequence = max(id ?? state.sequence + 1, state.sequence + 1)
-            let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags)
+            let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags, encoder: encoder)
             if state.history.count >= historyLimit { _ = state.history.removeFirst() }
             state.history.append(event)
             for update in updates { Self.apply(update, to: &state) }
@@ -193,7 +196,9 @@ public final class Hub: Sendable {
     public func restore(history events: [Event], lastSequence: UInt64) {
         state.withLock { state in
             state.history.removeAll()
-            for event in events.suffix(historyLimit) { state.history.append(event) }
+            for event in events.suffix(historyLimit) {
+                state.history.append(Event(id: event.id, topic: event.topic, name: event.name, data: event.data, tags: event.tags, encoder: encoder))
+            }
             state.sequence = max(lastSequence, events.last?.id ?? 0, state.sequence)
         }
     }
@@ -255,12 +260,12 @@ public final class Hub: Sendable {
         for topic in topics {
             if resync {
                 let data = Array(#"{"topic":"\#(topic)","lastEventId":"\#(state.sequence)"}"#.utf8)
-                events.append(Event(id: state.sequence, topic: topic, name: "resync", data: data))
+                events.append(Event(id: state.sequence, topic: topic, name: "resync", data: data, encoder: encoder))
             }
             if let value = state.subjects[topic]?.value {
-                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value))
+                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value, encoder: encoder))
             } else if let value = state.subjects[topic]?.collection?.value() {
-                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value))
+                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value, encoder: encoder))
             }
         }
         return events

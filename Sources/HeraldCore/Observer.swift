@@ -52,6 +52,7 @@ final class Observer: Sendable {
                 state.end = .overflowed
                 state.queue.removeAll()
                 state.waiting = false
+                defer { state.waker = nil }  // the waker may hold the consumer: let it go
                 return .overflowed(state.waker)
             }
             state.queue.append(event)
@@ -79,6 +80,7 @@ final class Observer: Sendable {
             state.end = reason
             state.queue.removeAll()
             state.waiting = false
+            defer { state.waker = nil }
             return state.waker
         }
     }

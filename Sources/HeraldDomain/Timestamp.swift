@@ -3,6 +3,13 @@ import HeraldJSON
 
 /// RFC 3339 times, always written in UTC.
 public enum Timestamp {
+    /// The Gregorian calendar in UTC, made once: making one per call costs more than the formatting.
+    private static let utc: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
+        return calendar
+    }()
+
     /// Parses an RFC 3339 date-time (`2015-10-09T13:09:53Z`, `…53.25+02:00`), strictly: every field in
     /// range, no rolling over of a minute 99 into the next hour.
     public static func parse(_ text: String) -> Date? {
@@ -49,8 +56,7 @@ public enum Timestamp {
             return nil
         }
         guard index == c.count else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
+        let calendar = utc
         let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: min(second, 59))
         guard let date = calendar.date(from: components),
               calendar.component(.day, from: date) == day  // no 31 February
@@ -64,9 +70,7 @@ public enum Timestamp {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         let seconds = (milliseconds / 1000).rounded(.down)
         let fraction = Int(milliseconds - seconds * 1000)
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? .gmt
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: seconds))
+        let parts = utc.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: seconds))
         func pad(_ value: Int?, _ width: Int) -> String {
             let text = String(value ?? 0)
             return String(repeating: "0", count: max(0, width - text.count)) + text

@@ -13,64 +13,116 @@ extension JSONValue {
     }
 
     /// Compact JSON text.
-    public var serialized: String {
-        var out = ""
-        out.reserveCapacity(128)
+    public var serialized: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Compact JSON as UTF-8 bytes.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
         write(to: &out)
         return out
     }
 
-    /// Compact JSON as UTF-8 bytes.
-    public var bytes: [UInt8] { Array(serialized.utf8) }
+    /// Appends compact JSON to `out`, as text.
+    public func write(to out: inout String) { out += serialized }
 
-    public func write(to out: inout String) {
+    /// Appends compact JSON to `out`, as UTF-8 bytes: the fast path every response and event takes.
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
+        case .null: out.append(contentsOf: Self.nullBytes)
+        case .bool(let b): out.append(contentsOf: b ? Self.trueBytes : Self.falseBytes)
+        case .int(let i): Self.writeInteger(i, to: &out)
         case .double(let d):
-            if d.isFinite { out += d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d) } else { out += "null" }
+            if d.isFinite {
+                out.append(contentsOf: (d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)).utf8)
+            } else {
+                out.append(contentsOf: Self.nullBytes)
+            }
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 item.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, (key, value)) in members.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 JSONValue.writeString(key, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 value.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{2028}": out += "\\u2028"
-            case "\u{2029}": out += "\\u2029"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
+    private static let nullBytes = Array("null".utf8)
+    private static let trueBytes = Array("true".utf8)
+    private static let falseBytes = Array("false".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func writeInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value == 0 {
+            out.append(UInt8(ascii: "0"))
+            return
+        }
+        var magnitude = value.magnitude
+        var digits: [UInt8] = []
+        digits.reserveCapacity(20)
+        while magnitude > 0 {
+            digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        }
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        out.append(contentsOf: digits.reversed())
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped, and U+2028/U+2029 too
+    /// (they end a line in JavaScript); everything else copied byte for byte.
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        // Most strings need no escaping: copy them whole.
+        let plain = s.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0xE2 }
+        }
+        if plain == true {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
+        var utf8 = s.utf8.makeIterator()
+        var pending: [UInt8] = []
+        while let byte = utf8.next() {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x00..<0x20:
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                        hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+            case 0xE2:
+                // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+                pending = [byte]
+                if let second = utf8.next() {
+                    pending.append(second)
+                    if second == 0x80, let third = utf8.next() {
+                        if third == 0xA8 || third == 0xA9 {
+                            out.append(contentsOf: Array((third == 0xA8 ? "\\u2028" : "\\u2029").utf8))
+                            continue
+                        }
+                        pending.append(third)
+                    }
                 }
+                out.append(contentsOf: pending)
+            default:
+                out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }
 

@@ -20,6 +20,8 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Seconds to measure idle CPU with everyone connected.") var idleSeconds = 5.0
     @Option(help: "Seconds any phase may take.") var timeout = 120.0
     @Option(help: "Bid on this auction instead of creating one.") var auction: String?
+    @Option(help: "Publish nothing: hold the subscribers this many seconds (while something else publishes).")
+    var holdSeconds: Double?
 
     func validate() throws {
         guard subscribers > 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250 else {
@@ -37,7 +39,7 @@ struct BenchCommand: ParsableCommand {
     func run() throws {
         let options = Fanout.Options(host: host, port: port, pid: pid, subscribers: subscribers, events: events,
                                      intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
-                                     idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction)
+                                     idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds)
         let report = try Fanout(options: options).run()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -16,6 +16,8 @@ struct Fanout {
         var idleSeconds = 5.0
         var timeoutSeconds = 120.0
         var auction: String?
+        /// Instead of publishing: hold the subscribers this long, reading whatever arrives.
+        var holdSeconds: Double?
     }
 
     struct Report: Encodable {
@@ -137,6 +139,22 @@ struct Fanout {
         while Date().timeIntervalSince(idleStart) < options.idleSeconds { pump(timeoutMs: 100) }
         let cpuIdle = server.cpuSeconds - cpuConnected
 
+        if let hold = options.holdSeconds {
+            let holdStart = Date()
+            let cpuHoldStart = server.cpuSeconds
+            while Date().timeIntervalSince(holdStart) < hold { pump(timeoutMs: 50) }
+            report.subscribers = ["requested": options.subscribers, "connected": connected, "failed": options.subscribers - connected]
+            report.events = ["received": deliveries]
+            report.server["rssKiBBefore"] = Double(rssBefore)
+            report.server["rssKiBHeld"] = Double(rssHeld)
+            report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
+            report.server["cpuSecondsIdle"] = cpuIdle
+            report.server["idleCpuFractionOfCore"] = options.idleSeconds > 0 ? cpuIdle / options.idleSeconds : 0
+            report.server["cpuSecondsHolding"] = server.cpuSeconds - cpuHoldStart
+            for subscriber in subscribers { close(subscriber.fd) }
+            return report
+        }
+
         // Publish M bids from another thread while this one reads.
         let publishStart = clock()
         let publisherDone = Atomic<Bool>(false)
@@ -176,7 +194,7 @@ struct Fanout {
         report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
         report.server["cpuSecondsConnecting"] = cpuConnected - cpuBefore
         report.server["cpuSecondsIdle"] = cpuIdle
-        report.server["idleCpuFractionOfCore"] = cpuIdle / options.idleSeconds
+        report.server["idleCpuFractionOfCore"] = options.idleSeconds > 0 ? cpuIdle / options.idleSeconds : 0
         report.server["cpuSecondsPublishing"] = cpuPublish
         report.serverCpuMicrosecondsPerDeliveredEvent = deliveries > 0 ? (cpuPublish / Double(deliveries) * 1e7).rounded() / 10 : 0
         for subscriber in subscribers where subscriber.fd >= 0 { close(subscriber.fd) }

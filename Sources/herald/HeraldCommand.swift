@@ -41,6 +41,9 @@ struct HeraldCommand: ParsableCommand {
     @Option(help: "Live events that may wait for one slow observer before its stream is closed (env HERALD_OBSERVER_QUEUE).")
     var observerQueue: Int = Environment.int("HERALD_OBSERVER_QUEUE") ?? 4096
 
+    @Option(help: "Bytes of libmicrohttpd memory per connection: headers and buffers (env HERALD_CONNECTION_MEMORY).")
+    var connectionMemory: Int = Environment.int("HERALD_CONNECTION_MEMORY") ?? 8192
+
     @Option(help: "Access-Control-Allow-Origin for browsers (env HERALD_CORS_ORIGIN).")
     var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"
 
@@ -53,6 +56,7 @@ struct HeraldCommand: ParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard heartbeatSeconds >= 0 else { throw ValidationError("--heartbeat-seconds must be 0 or more") }
+        guard connectionMemory >= 4096 else { throw ValidationError("--connection-memory must be at least 4096") }
         guard observerQueue >= 1 else { throw ValidationError("--observer-queue must be at least 1") }
         guard history >= 1 else { throw ValidationError("--history-events must be at least 1") }
         guard historyDays >= 0 else { throw ValidationError("--history-days must be 0 or more") }
@@ -73,6 +77,7 @@ struct HeraldCommand: ParsableCommand {
         var configuration = HeraldConfiguration()
         configuration.http.host = host
         configuration.http.port = port
+        configuration.http.connectionMemoryLimit = connectionMemory
         configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
         configuration.history = history
         configuration.historyDays = historyDays > 0 ? historyDays : nil

@@ -28,6 +28,29 @@ import Testing
         #expect(eventually(timeout: 5) { (try? client.get("/health").json["observers"] as? Int) == 0 }, "observers back to zero")
     }
 
+    @Test func theFanOutBenchmarkLosesNothingAndObserversReturnToZero() throws {
+        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        let process = Process()
+        process.executableURL = heraldExecutable().deletingLastPathComponent().appendingPathComponent("herald-bench")
+        process.arguments = ["--port", String(herald.port), "--pid", String(herald.process.processIdentifier),
+                             "--subscribers", "500", "--events", "20", "--interval-ms", "5", "--idle-seconds", "0.5", "--timeout", "60"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let subscribers = try #require(report["subscribers"] as? [String: Int])
+        let events = try #require(report["events"] as? [String: Int])
+        #expect(subscribers["connected"] == 500)
+        #expect(events["expected"] == 500 * 20)
+        #expect(events["received"] == 500 * 20)
+        #expect(events["lost"] == 0 && events["duplicated"] == 0 && events["outOfOrder"] == 0)
+        let client = HTTPClient(port: herald.port)
+        #expect(eventually(timeout: 5) { (try? client.get("/health").json["observers"] as? Int) == 0 }, "counts back to zero")
+    }
+
     @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
         let herald = try HeraldProcess()
         let stream = try SSEClient(port: herald.port, path: "/currency/events")

@@ -13,7 +13,8 @@ public struct SSEMessage: Sendable, Equatable {
 
 /// What a feed has for its stream.
 public enum FeedPoll: Sendable {
-    case messages([SSEMessage])
+    /// Encoded SSE messages (see `SSEEncoder`), each usually shared by every stream that sends it.
+    case frames([[UInt8]])
     /// Nothing now: the feed calls its waker once when it has something (or has finished).
     case idle
     /// The feed is over; the stream closes and the client may reconnect.

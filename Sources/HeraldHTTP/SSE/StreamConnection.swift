@@ -33,7 +33,7 @@ final class StreamConnection: Sendable {
     let feed: any EventFeed
     let connection: ConnectionPointer
     let socket: Int32
-    weak let registry: StreamRegistry?
+    unowned let registry: StreamRegistry
     private let state: Mutex<State>
 
     init(token: UInt64, feed: any EventFeed, connection: ConnectionPointer, socket: Int32, preamble: [UInt8],
@@ -84,8 +84,11 @@ final class StreamConnection: Sendable {
         // Coalesce what is queued into one write, up to about one buffer's worth.
         while state.pending.count < room {
             switch feed.poll(limit: 64) {
-            case .messages(let messages):
-                for message in messages { SSEEncoder.append(message, to: &state.pending) }
+            case .frames(let frames):
+                for frame in frames {
+                    // One frame: share its storage instead of copying it.
+                    if state.pending.isEmpty { state.pending = frame } else { state.pending.append(contentsOf: frame) }
+                }
             case .idle:
                 return
             case .finished:

@@ -29,7 +29,7 @@ extension HTTPServer {
         guard let cls else { return }
         let stream = Unmanaged<StreamConnection>.fromOpaque(cls).takeRetainedValue()
         stream.released()
-        stream.registry?.remove(stream)
+        stream.registry.remove(stream)
     }
 
     private func handle(
@@ -98,7 +98,8 @@ extension HTTPServer {
                 context.release()
                 feed.close()
             } else {
-                feed.setWaker { [weak stream] finished in finished ? stream?.close(.abort) : stream?.wake() }
+                // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
+                feed.setWaker { finished in finished ? stream.close(.abort) : stream.wake() }
                 // The connection keeps the daemon's timeout: a suspended stream never times out, an active
                 // one only when its client stops reading for that long. A per-connection timeout would put
                 // every stream on a list libmicrohttpd walks on each pass of its loop.

@@ -29,7 +29,9 @@ public final class Herald: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.clock = clock
-        let hub = Hub(historyLimit: configuration.history)
+        let hub = Hub(historyLimit: configuration.history) { id, name, data in
+            SSEEncoder.encode(SSEMessage(id: String(id), event: name, data: data))
+        }
         let stored: StoredState
         if let directory = configuration.dataDirectory {
             let store = try SQLiteStore(directory: directory, synchronous: configuration.synchronous)

@@ -10,7 +10,7 @@ final class SubscriptionFeed: EventFeed {
     func poll(limit: Int) -> FeedPoll {
         switch subscription.poll(limit: limit) {
         case .events(let events):
-            .messages(events.map { SSEMessage(id: String($0.id), event: $0.name, data: $0.data) })
+            .frames(events.map(\.frame))
         case .idle:
             .idle
         case .ended:

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Summarizes .build/bench-results: median and spread (min–max) of each figure over the runs."""
+import glob, json, os, re, statistics, sys
+
+out = sys.argv[1] if len(sys.argv) > 1 else ".build/bench-results"
+
+def figures(pattern, extract):
+    values = []
+    for path in sorted(glob.glob(os.path.join(out, pattern))):
+        with open(path) as f:
+            values.append(extract(f.read()))
+    return values
+
+def line(name, values, unit=""):
+    if not values:
+        return
+    values = [v for v in values if v is not None]
+    print(f"| {name} | {statistics.median(values):g}{unit} | {min(values):g}–{max(values):g}{unit} | {len(values)} |")
+
+def js(key_path):
+    def get(text):
+        value = json.loads(text)
+        for key in key_path.split("."):
+            value = value[key]
+        return value
+    return get
+
+def wrk_rps(text):
+    match = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    return round(float(match.group(1))) if match else None
+
+def wrk_errors(text):
+    match = re.search(r"non-2xx or errors: (\d+)", text)
+    return int(match.group(1)) if match else 0
+
+print("| figure | median | spread | runs |")
+print("| --- | --- | --- | --- |")
+line("burst: subscribers connected (of 10,000)", figures("burst-*.json", js("subscribers.connected")))
+line("burst: events lost + duplicated + out of order", figures("burst-*.json", lambda t: sum(json.loads(t)["events"][k] for k in ("lost", "duplicated", "outOfOrder"))))
+line("burst: whole burst delivered (s)", figures("burst-*.json", lambda t: round(json.loads(t)["burstSeconds"], 2)))
+line("burst: server CPU per delivered event (µs)", figures("burst-*.json", js("serverCpuMicrosecondsPerDeliveredEvent")))
+line("burst: publish→receive p99 (ms)", figures("burst-*.json", js("latencyMilliseconds.p99")))
+line("steady 5/s: publish→receive p50 (ms)", figures("steady-*.json", js("latencyMilliseconds.p50")))
+line("steady 5/s: publish→receive p99 (ms)", figures("steady-*.json", js("latencyMilliseconds.p99")))
+line("steady 5/s: events lost", figures("steady-*.json", js("events.lost")))
+line("19,000 held: subscribers connected", figures("hold-*.json", js("subscribers.connected")))
+line("19,000 held: RSS per subscriber (KiB)", figures("hold-*.json", js("server.rssKiBPerSubscriber")))
+line("19,000 held: idle CPU, heartbeats on (% of a core)", figures("hold-*.json", lambda t: round(json.loads(t)["server"]["idleCpuFractionOfCore"] * 100, 2)))
+line("19,000 held: server threads", figures("hold-*.json", js("server.threads")))
+herald = figures("get-herald-*.txt", wrk_rps)
+hello = figures("get-hello-*.txt", wrk_rps)
+line("GET /auctions/1: Herald (req/s)", herald)
+line("GET: libmicrohttpd hello-world (req/s)", hello)
+if herald and hello:
+    line("GET: Herald ÷ hello-world", [round(h / w, 2) for h, w in zip(herald, hello)])
+bids = figures("bids-*.txt", wrk_rps)
+line("POST bids, 1,000 watching (req/s)", bids)
+line("POST bids: refused as too low (non-2xx)", figures("bids-*.txt", wrk_errors))
+line("POST bids: events the watchers received", figures("bids-watchers-*.json", js("events.received")))
+rounds = []
+for path in sorted(glob.glob(os.path.join(out, "rounds-*.jsonl"))):
+    with open(path) as f:
+        rounds.append([json.loads(l) for l in f if l.strip()])
+line("vanish: seconds until 0 observers (worst round)", [max(r["secondsToZero"] for r in run) for run in rounds])
+line("5 rounds: RSS after round 1 (KiB)", [run[0]["rssKiB"] for run in rounds])
+line("5 rounds: RSS after round 5 (KiB)", [run[-1]["rssKiB"] for run in rounds])
