@@ -108,8 +108,8 @@ struct Fanout {
                     let hadSnapshot = subscribers[index].gotSnapshot
                     buffer.withUnsafeBytes { bytes in
                         subscribers[index].feed(UnsafeRawBufferPointer(rebasing: bytes[0..<received])) { amount in
-                            guard amount <= options.events else { return }
                             deliveries += 1
+                            guard amount <= options.events else { return }
                             receiveTimes[amount] = max(receiveTimes[amount], now)
                             let sent = sendTimes.withLock { $0[amount] }
                             if sent > 0 { latencies.append((now - sent) * 1000) }

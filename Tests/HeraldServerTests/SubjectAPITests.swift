@@ -135,7 +135,26 @@ import Testing
         let spec = try client.get("/openapi.yaml")
         #expect(spec.status == 200)
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../openapi.yaml")
-        #expect(spec.text == (try String(contentsOf: file, encoding: .utf8)), "run scripts/embed-openapi after editing openapi.yaml")
+        #expect(spec.text == (try String(contentsOf: file, encoding: .utf8)), "run scripts/embed-assets after editing openapi.yaml")
+    }
+
+    @Test func theLivePageIsServedFromTheBinaryWithValidatorsAndAStrictPolicy() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let web = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Web")
+        for (path, file, type) in [("/", "index.html", "text/html"), ("/app.js", "app.js", "text/javascript"), ("/app.css", "app.css", "text/css")] {
+            let response = try client.get(path)
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type")?.hasPrefix(type) == true, "\(path)")
+            #expect(response.text == (try String(contentsOf: web.appendingPathComponent(file), encoding: .utf8)),
+                    "\(path): run scripts/embed-assets after editing Web/")
+            #expect(response.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
+            let etag = try #require(response.header("ETag"))
+            let again = try client.get(path, headers: [("If-None-Match", etag)])
+            #expect(again.status == 304)
+            #expect(again.body.isEmpty)
+        }
+        #expect(try client.get("/", headers: [("If-None-Match", "\"stale\"")]).status == 200)
     }
 
     @Test func corsHeadersAndPreflight() throws {

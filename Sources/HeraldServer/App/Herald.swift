@@ -139,6 +139,7 @@ public final class Herald: Sendable {
                 ["topic": .string($0.topic), "observers": .integer($0.observers), "lastEventId": .string(String($0.lastEventId))]
             })])
         }
+        routes.addPage()
         routes.add("GET", "/openapi.yaml") { _ in .text(OpenAPIDocument.yaml, contentType: "application/yaml") }
         return routes.router
     }

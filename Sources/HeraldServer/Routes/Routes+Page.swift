@@ -1,0 +1,50 @@
+import HeraldHTTP
+
+/// One file of the live page, with its validator.
+struct PageFile: Sendable {
+    let body: [UInt8]
+    let contentType: String
+    /// A strong validator: FNV-1a of the bytes.
+    let etag: String
+
+    init(_ text: String, contentType: String) {
+        body = Array(text.utf8)
+        self.contentType = contentType
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in body {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        etag = "\"\(String(hash, radix: 16))\""
+    }
+
+    /// 304 when the client has this version, else the file; browsers revalidate every time.
+    func response(to request: Request) -> Response {
+        let headers: [(name: String, value: String)] = [
+            ("ETag", etag), ("Cache-Control", "no-cache"), ("X-Content-Type-Options", "nosniff"),
+            ("Content-Security-Policy", Self.policy), ("Referrer-Policy", "no-referrer"),
+        ]
+        if let tags = request.header("If-None-Match"), tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag }) {
+            return .empty(status: 304, headers: headers)
+        }
+        return Response(status: 200, headers: [("Content-Type", contentType)] + headers, body: .bytes(body))
+    }
+
+    /// Only this origin, no inline script or style, no framing.
+    static let policy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+        + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
+
+extension Routes {
+    /// The live page at `/`: HTML, script and style, embedded in the binary.
+    mutating func addPage() {
+        let files = [
+            ("/", PageFile(WebAssets.indexHTML, contentType: "text/html; charset=utf-8")),
+            ("/app.js", PageFile(WebAssets.appJS, contentType: "text/javascript; charset=utf-8")),
+            ("/app.css", PageFile(WebAssets.appCSS, contentType: "text/css; charset=utf-8")),
+        ]
+        for (path, file) in files {
+            add("GET", path) { request in file.response(to: request) }
+        }
+    }
+}

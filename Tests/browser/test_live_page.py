@@ -1,0 +1,148 @@
+"""The live page in two real browsers: what one does, the other sees."""
+import json
+import time
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+RED = "rgba(192, 38, 45, 1)"
+
+
+def wait(browser, condition, timeout=5, message=""):
+    return WebDriverWait(browser, timeout, poll_frequency=0.05).until(lambda _: condition(), message)
+
+
+def text(browser, element_id):
+    return browser.find_element(By.ID, element_id).text
+
+
+def connected(browser):
+    return browser.find_element(By.ID, "connection").get_attribute("data-state") == "connected"
+
+
+@pytest.fixture(scope="module")
+def page(herald, browsers):
+    for browser in browsers:
+        browser.get(herald.origin + "/")
+        wait(browser, lambda: connected(browser), 10, "the page connects")
+        wait(browser, lambda: text(browser, "auction-item-name") not in ("", "—"), 10, "the auction shows")
+    return browsers
+
+
+def bid(browser, bidder, amount):
+    browser.find_element(By.ID, "bidder").clear()
+    browser.find_element(By.ID, "bidder").send_keys(bidder)
+    browser.find_element(By.ID, "amount").clear()
+    browser.find_element(By.ID, "amount").send_keys(str(amount))
+    browser.find_element(By.ID, "bid-button").click()
+
+
+def test_the_page_is_served_with_a_strict_policy(herald):
+    import urllib.request
+    with urllib.request.urlopen(herald.origin + "/") as response:
+        assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+        assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+        etag = response.headers["ETag"]
+    request = urllib.request.Request(herald.origin + "/", headers={"If-None-Match": etag})
+    try:
+        urllib.request.urlopen(request)
+        assert False, "an unchanged page must be 304"
+    except urllib.error.HTTPError as error:
+        assert error.code == 304
+
+
+def test_a_bid_in_one_session_shows_in_the_other_within_a_second(page):
+    first, second = page
+    before = int(text(second, "auction-price"))
+    start = time.time()
+    bid(first, "ann", before + 50)
+    wait(second, lambda: text(second, "auction-price") == str(before + 50), 1, "the other session sees the bid")
+    assert time.time() - start < 1.5
+    assert text(second, "auction-leader") == "ann"
+
+
+def test_a_bid_that_is_too_low_shows_the_problem_inline(page):
+    first, _ = page
+    bid(first, "bob", 1)
+    wait(first, lambda: "too low" in text(first, "bid-problem"), 2, "the 409 problem shows next to the form")
+
+
+def test_the_countdown_reaches_zero_and_both_show_the_winner(herald, page):
+    auction = herald.request("POST", "/auctions", {"item": "Egg timer", "countdownSeconds": 2})
+    for browser in page:
+        browser.refresh()
+        wait(browser, lambda: connected(browser), 10)
+        wait(browser, lambda: len(Select(browser.find_element(By.ID, "auction-select")).options) >= 2, 5)
+        Select(browser.find_element(By.ID, "auction-select")).select_by_value(auction["id"])
+        wait(browser, lambda: text(browser, "auction-item-name") == "Egg timer", 3)
+    first, second = page
+    bid(first, "cem", 5)
+    wait(second, lambda: text(second, "auction-remaining") in ("2 s", "1 s"), 2, "the countdown ticks")
+    for browser in page:
+        wait(browser, lambda: text(browser, "auction-winner") == "cem", 5, "the winner shows when it closes")
+        assert text(browser, "auction-remaining") == "closed"
+
+
+def test_a_currency_change_in_one_session_shows_in_the_other(page):
+    first, second = page
+    Select(first.find_element(By.ID, "currency-select")).select_by_value("gramGold")
+    wait(second, lambda: Select(second.find_element(By.ID, "currency-select")).first_selected_option.get_attribute("value") == "gramGold", 1)
+
+
+def test_one_more_minute_turns_the_delay_red_in_the_other_session(herald, page):
+    first, second = page
+    trip = herald.request("GET", "/trips/1")
+    herald.request("PATCH", "/trips/1", {"actualDeparture": trip["departure"]})
+    wait(second, lambda: not second.find_element(By.ID, "trip-delay").is_displayed(), 2, "on time: no delay label")
+    first.find_element(By.ID, "trip-later").click()
+    label = second.find_element(By.ID, "trip-delay")
+    wait(second, lambda: label.is_displayed() and "1 minute delay" in label.text, 1, "the delay label appears")
+    assert label.value_of_css_property("color") == RED
+    assert "late" in second.find_element(By.ID, "trip-departure").get_attribute("class")
+    assert second.find_element(By.ID, "trip-departure").value_of_css_property("color") == RED
+
+
+def test_after_a_restart_the_page_reconnects_and_shows_the_state(herald, page):
+    first, second = page
+    price = text(second, "auction-price")
+    herald.stop()
+    wait(second, lambda: not connected(second), 5, "the page notices")
+    herald.start()
+    for browser in page:
+        wait(browser, lambda: connected(browser), 15, "the page reconnects by itself")
+    assert text(second, "auction-price") == price
+    auction = second.find_element(By.ID, "auction-select").get_attribute("value")
+    herald.request("PUT", "/currency", {"default": "euro"})
+    wait(first, lambda: Select(first.find_element(By.ID, "currency-select")).first_selected_option.get_attribute("value") == "euro", 2,
+         "live again after the restart")
+    assert auction
+
+
+def test_units_and_notifications(herald, page):
+    first, second = page
+    herald.request("PUT", "/units/medic", {"name": "Medic", "status": "healthy"})
+    wait(second, lambda: "Medic" in text(second, "unit-list"), 2)
+    Select(first.find_element(By.CSS_SELECTOR, '#unit-list li[data-unit="medic"] select')).select_by_value("dead")
+    wait(second, lambda: "💀" in second.find_element(By.CSS_SELECTOR, '#unit-list li[data-unit="medic"]').text, 2)
+    first.find_element(By.CSS_SELECTOR, '#unit-list li[data-unit="medic"] button').click()
+    wait(second, lambda: "Medic" not in text(second, "unit-list"), 2, "a removed unit disappears")
+    payload = first.find_element(By.ID, "notification-payload")
+    payload.clear()
+    payload.send_keys('{"message": "from the browser"}')
+    first.find_element(By.CSS_SELECTOR, "#notification-form button").click()
+    wait(second, lambda: "from the browser" in text(second, "notification-log"), 2)
+
+
+def test_the_page_makes_no_request_outside_its_origin(herald, page):
+    for browser in page:
+        urls = []
+        for entry in browser.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message.get("method") == "Network.requestWillBeSent":
+                urls.append(message["params"]["request"]["url"])
+        assert urls, "requests were seen"
+        outside = [url for url in urls if not url.startswith(herald.origin + "/")]
+        assert outside == []
+        errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE" and "Content Security Policy" in entry["message"]]
+        assert errors == [], "nothing broke the content security policy"

@@ -1,0 +1,292 @@
+// Herald's live page: every subject on screen through one EventSource on /events.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+const view = {
+  auctionId: null,
+  tripId: null,
+  notificationName: "hello",
+  units: new Map(),
+  source: null,
+  retryMs: 3000,
+  resyncedUntil: 0,
+};
+
+// ---- HTTP -------------------------------------------------------------------------------------
+
+/** Sends JSON; resolves to the parsed body, or throws an Error carrying the problem's detail. */
+async function send(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    const fields = (data && data.errors) ? data.errors.map((e) => `${e.field}: ${e.message}`).join("; ") : "";
+    throw new Error((data && data.detail) || fields || `${response.status} ${response.statusText}`);
+  }
+  return data;
+}
+
+/** Runs `action`, showing its failure in the problem element `problemId` (cleared on success). */
+async function attempt(problemId, action) {
+  const problem = $(problemId);
+  try {
+    await action();
+    problem.textContent = "";
+  } catch (error) {
+    problem.textContent = error.message;
+  }
+}
+
+// ---- The one stream ---------------------------------------------------------------------------
+
+function topics() {
+  const list = ["currency", "units", `notifications/${view.notificationName}`];
+  if (view.auctionId) list.unshift(`auctions/${view.auctionId}`);
+  if (view.tripId) list.push(`trips/${view.tripId}`);
+  return list;
+}
+
+function setConnection(state, text) {
+  const element = $("connection");
+  element.dataset.state = state;
+  element.textContent = text;
+}
+
+/** (Re)opens the stream for what is on screen. EventSource itself reconnects with Last-Event-ID. */
+function subscribe() {
+  if (view.source) view.source.close();
+  const query = topics().map((topic) => `topic=${encodeURIComponent(topic)}`).join("&");
+  const source = new EventSource(`/events?${query}`);
+  view.source = source;
+  setConnection("connecting", "connecting…");
+  source.onopen = () => {
+    if (Date.now() > view.resyncedUntil) setConnection("connected", "connected");
+  };
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) {
+      // The server refused the stream (a restart lost this auction, say): start over shortly.
+      setConnection("reconnecting", `reconnecting in ${view.retryMs / 1000} s`);
+      setTimeout(() => { if (view.source === source) reload(); }, view.retryMs);
+    } else {
+      setConnection("reconnecting", `reconnecting (retry every ${view.retryMs / 1000} s)`);
+    }
+  };
+  const on = (name, handler) => source.addEventListener(name, (message) => {
+    if (view.source !== source) return;
+    handler(JSON.parse(message.data));
+  });
+  on("snapshot", snapshot);
+  on("resync", () => {
+    view.resyncedUntil = Date.now() + 4000;
+    setConnection("resynced", "resynced");
+  });
+  on("bid", (data) => showAuction(data.auction));
+  on("tick", (data) => showRemaining(data.remainingSeconds));
+  on("closed", (data) => showAuction(data.auction));
+  on("currency", (data) => { $("currency-select").value = data.default; });
+  on("trip", (data) => showTrip(data.trip));
+  on("unit", (data) => { view.units.set(data.unit.id, data.unit); showUnits(); });
+  on("removed", (data) => { view.units.delete(data.id); showUnits(); });
+  on("notification", logNotification);
+}
+
+function snapshot(data) {
+  const [kind] = data.topic.split("/");
+  if (kind === "auctions") showAuction(data.auction);
+  if (kind === "currency") showCurrency(data);
+  if (kind === "trips") showTrip(data.trip);
+  if (data.topic === "units") {
+    view.units = new Map(data.units.map((unit) => [unit.id, unit]));
+    showUnits();
+  }
+}
+
+// ---- Auction ------------------------------------------------------------------------------------
+
+function showAuction(auction) {
+  if (!auction || auction.id !== view.auctionId) return;
+  $("auction-item-name").textContent = auction.item;
+  $("auction-price").textContent = String(auction.price);
+  $("auction-leader").textContent = auction.leader || "—";
+  $("auction-bids").textContent = String(auction.bidCount);
+  const closed = auction.status === "closed";
+  if (closed) $("auction-remaining").textContent = "closed";
+  else showRemaining(auction.remainingSeconds);
+  const winner = $("auction-winner");
+  winner.textContent = closed ? (auction.winner || "no bids") : "—";
+  winner.classList.toggle("won", closed && !!auction.winner);
+  $("bid-button").disabled = closed;
+  const amount = $("amount");
+  if (!amount.value || Number(amount.value) <= auction.price) amount.placeholder = `more than ${auction.price}`;
+}
+
+function showRemaining(seconds) {
+  $("auction-remaining").textContent = seconds === null || seconds === undefined ? "not started" : `${seconds} s`;
+}
+
+async function loadAuctions(select) {
+  const { auctions } = await send("GET", "/auctions");
+  const picker = $("auction-select");
+  picker.replaceChildren(...auctions.map((auction) => new Option(`#${auction.id} ${auction.item} (${auction.status})`, auction.id)));
+  const wanted = select || view.auctionId || (auctions.find((a) => a.status === "open") || auctions[0] || {}).id || null;
+  view.auctionId = auctions.some((a) => a.id === wanted) ? wanted : (auctions[0] ? auctions[0].id : null);
+  if (view.auctionId) picker.value = view.auctionId;
+}
+
+// ---- Currency, trip, units, notifications -------------------------------------------------------
+
+function showCurrency(setting) {
+  const select = $("currency-select");
+  if (select.options.length !== setting.available.length) {
+    select.replaceChildren(...setting.available.map((name) => new Option(name, name)));
+  }
+  select.value = setting.default;
+}
+
+function showTrip(trip) {
+  if (!trip || trip.id !== view.tripId) return;
+  const display = trip.display;
+  $("trip-date").textContent = display.date;
+  const departure = $("trip-departure");
+  departure.textContent = trip.delayed ? `${display.departure} → ${display.actualDeparture}` : display.departure;
+  departure.classList.toggle("late", trip.delayed);
+  $("trip-arrival").textContent = display.arrival;
+  $("trip-duration").textContent = display.duration;
+  const delay = $("trip-delay");
+  delay.hidden = !trip.delayed;
+  delay.textContent = trip.delayed ? display.delay : "";
+}
+
+function showUnits() {
+  const list = $("unit-list");
+  const units = [...view.units.values()].sort((a, b) => a.id.localeCompare(b.id));
+  list.replaceChildren(...units.map((unit) => {
+    const item = document.createElement("li");
+    item.dataset.unit = unit.id;
+    const face = document.createElement("span");
+    face.className = "face";
+    face.textContent = unit.face;
+    face.setAttribute("aria-hidden", "true");
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = unit.name;
+    const status = document.createElement("select");
+    status.setAttribute("aria-label", `Status of ${unit.name}`);
+    for (const value of ["healthy", "wounded", "dead"]) status.add(new Option(value, value));
+    status.value = unit.status;
+    status.addEventListener("change", () => attempt("unit-problem",
+      () => send("PUT", `/units/${encodeURIComponent(unit.id)}`, { name: unit.name, status: status.value })));
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "Remove";
+    remove.setAttribute("aria-label", `Remove ${unit.name}`);
+    remove.addEventListener("click", () => attempt("unit-problem",
+      () => send("DELETE", `/units/${encodeURIComponent(unit.id)}`)));
+    item.append(face, name, status, remove);
+    return item;
+  }));
+}
+
+function logNotification(data) {
+  const item = document.createElement("li");
+  const object = data.object ? ` from ${data.object}` : "";
+  const time = document.createElement("time");
+  time.dateTime = data.postedAt;
+  time.textContent = new Date(data.postedAt).toLocaleTimeString();
+  const payload = document.createElement("code");
+  payload.textContent = JSON.stringify(data.userInfo);
+  item.append(time, ` ${data.name}${object}: `, payload);
+  const log = $("notification-log");
+  log.prepend(item);
+  while (log.children.length > 50) log.lastChild.remove();
+}
+
+// ---- Wiring -------------------------------------------------------------------------------------
+
+async function reload() {
+  try {
+    await loadAuctions();
+    const { trips } = await send("GET", "/trips");
+    view.tripId = trips.length ? trips[0].id : null;
+    subscribe();
+  } catch (error) {
+    setConnection("reconnecting", `server unreachable, retrying in ${view.retryMs / 1000} s`);
+    setTimeout(reload, view.retryMs);
+  }
+}
+
+function wire() {
+  $("auction-select").addEventListener("change", (event) => {
+    view.auctionId = event.target.value;
+    $("bid-problem").textContent = "";
+    subscribe();
+  });
+  $("auction-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt("auction-form-problem", async () => {
+      const auction = await send("POST", "/auctions", {
+        item: $("auction-item").value,
+        countdownSeconds: Number($("auction-countdown").value),
+        startingPrice: Number($("auction-start").value),
+      });
+      await loadAuctions(auction.id);
+      $("auction-create").open = false;
+      subscribe();
+    });
+  });
+  $("bid-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!view.auctionId) return;
+    attempt("bid-problem", () => send("POST", `/auctions/${view.auctionId}/bids`, {
+      bidder: $("bidder").value,
+      amount: Number($("amount").value),
+    }));
+  });
+  $("currency-select").addEventListener("change", (event) => {
+    attempt("currency-problem", () => send("PUT", "/currency", { default: event.target.value }));
+  });
+  const move = (seconds) => () => {
+    if (view.tripId) attempt("trip-problem", () => send("POST", `/trips/${view.tripId}/delay`, { deltaSeconds: seconds }));
+  };
+  $("trip-later").addEventListener("click", move(60));
+  $("trip-earlier").addEventListener("click", move(-60));
+  $("unit-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt("unit-problem", () => send("PUT", `/units/${encodeURIComponent($("unit-id").value)}`, {
+      name: $("unit-name").value,
+      status: $("unit-status").value,
+    }));
+  });
+  $("notification-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt("notification-problem", async () => {
+      let userInfo;
+      try {
+        userInfo = JSON.parse($("notification-payload").value || "{}");
+      } catch (error) {
+        throw new Error(`the payload is not JSON: ${error.message}`);
+      }
+      const name = $("notification-name").value;
+      const object = $("notification-object").value;
+      if (name !== view.notificationName) {
+        view.notificationName = name;
+        subscribe();
+      }
+      await send("POST", `/notifications/${encodeURIComponent(name)}`, object ? { object, userInfo } : { userInfo });
+    });
+  });
+  $("notification-name").addEventListener("change", (event) => {
+    if (event.target.checkValidity() && event.target.value !== view.notificationName) {
+      view.notificationName = event.target.value;
+      subscribe();
+    }
+  });
+}
+
+wire();
+reload();
