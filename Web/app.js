@@ -108,8 +108,14 @@ function snapshot(data) {
 
 // ---- Auction ------------------------------------------------------------------------------------
 
+function auctionLabel(auction) {
+  return `#${auction.id} ${auction.item} (${auction.status})`;
+}
+
 function showAuction(auction) {
   if (!auction || auction.id !== view.auctionId) return;
+  const option = [...$("auction-select").options].find((o) => o.value === auction.id);
+  if (option) option.textContent = auctionLabel(auction);
   $("auction-item-name").textContent = auction.item;
   $("auction-price").textContent = String(auction.price);
   $("auction-leader").textContent = auction.leader || "—";
@@ -132,7 +138,7 @@ function showRemaining(seconds) {
 async function loadAuctions(select) {
   const { auctions } = await send("GET", "/auctions");
   const picker = $("auction-select");
-  picker.replaceChildren(...auctions.map((auction) => new Option(`#${auction.id} ${auction.item} (${auction.status})`, auction.id)));
+  picker.replaceChildren(...auctions.map((auction) => new Option(auctionLabel(auction), auction.id)));
   const wanted = select || view.auctionId || (auctions.find((a) => a.status === "open") || auctions[0] || {}).id || null;
   view.auctionId = auctions.some((a) => a.id === wanted) ? wanted : (auctions[0] ? auctions[0].id : null);
   if (view.auctionId) picker.value = view.auctionId;

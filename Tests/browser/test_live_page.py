@@ -82,6 +82,7 @@ def test_the_countdown_reaches_zero_and_both_show_the_winner(herald, page):
     for browser in page:
         wait(browser, lambda: text(browser, "auction-winner") == "cem", 5, "the winner shows when it closes")
         assert text(browser, "auction-remaining") == "closed"
+        assert Select(browser.find_element(By.ID, "auction-select")).first_selected_option.text.endswith("(closed)")
 
 
 def test_a_currency_change_in_one_session_shows_in_the_other(page):

@@ -570,7 +570,7 @@ paths:
         - $ref: "#/components/parameters/IfNoneMatch"
       responses:
         "200":
-          description: The page. `ETag`, `Cache-Control: no-cache`, a strict `Content-Security-Policy`.
+          description: "The page, with `ETag`, `Cache-Control: no-cache` and a strict `Content-Security-Policy`."
           headers:
             ETag:
               schema: { type: string }
