@@ -453,9 +453,9 @@ button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-
 details { margin-top: 0.5rem; }
 summary { cursor: pointer; color: var(--accent); }
 #unit-list { list-style: none; padding: 0; margin: 0 0 0.5rem; }
-#unit-list li { display: flex; align-items: center; gap: 0.5rem; padding: 0.3rem 0; border-bottom: 1px solid var(--line); }
+#unit-list li { display: flex; flex-wrap: wrap; align-items: center; gap: 0.4rem; padding: 0.3rem 0; border-bottom: 1px solid var(--line); }
 #unit-list .face { font-size: 1.4rem; }
-#unit-list .name { flex: 1; }
+#unit-list .name { flex: 1; min-width: 4rem; overflow-wrap: anywhere; }
 #unit-list select { width: auto; }
 #unit-list button { margin: 0; padding: 0.25rem 0.6rem; background: #6b7280; }
 #notification-log { padding-left: 1.25rem; max-height: 14rem; overflow: auto; font-size: 0.9rem; }
