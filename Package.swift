@@ -24,14 +24,14 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .target(name: "CEpoll"),
+        .target(name: "CLinux"),
         .target(name: "HeraldJSON"),
         .target(name: "HeraldStore", dependencies: ["CSQLite"]),
         .target(name: "HeraldCore"),
         .target(name: "HeraldDomain", dependencies: ["HeraldJSON"]),
         .target(
             name: "HeraldHTTP",
-            dependencies: ["CMicroHTTPD", "CEpoll", "HeraldJSON", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CMicroHTTPD", "CLinux", "HeraldJSON", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "HeraldServer",
@@ -50,7 +50,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "herald-bench",
-            dependencies: ["CEpoll", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),

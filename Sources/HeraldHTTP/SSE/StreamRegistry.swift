@@ -1,4 +1,4 @@
-import CEpoll
+import CLinux
 import Dispatch
 import Foundation
 import Synchronization
@@ -10,7 +10,12 @@ final class StreamRegistry: Sendable {
     private struct State {
         var streams: [UInt64: StreamConnection] = [:]
         var nextToken: UInt64 = 1
+        /// Streams closed since malloc last gave memory back to the system.
+        var closedSinceTrim = 0
     }
+
+    /// After this many streams close and none is left, free memory goes back to the system.
+    static let trimAfter = 1000
 
     private let state = Mutex(State())
     private let epoll: Int32
@@ -47,7 +52,15 @@ final class StreamRegistry: Sendable {
     /// Called from the response's free callback, before libmicrohttpd closes the socket.
     func remove(_ stream: StreamConnection) {
         if stream.socket >= 0 { _ = cepoll_remove(epoll, stream.socket) }
-        state.withLock { _ = $0.streams.removeValue(forKey: stream.token) }
+        let trim = state.withLock { state -> Bool in
+            state.streams.removeValue(forKey: stream.token)
+            state.closedSinceTrim += 1
+            guard state.streams.isEmpty, state.closedSinceTrim >= Self.trimAfter else { return false }
+            state.closedSinceTrim = 0
+            return true
+        }
+        // Many subscribers gone at once: glibc keeps their freed memory unless asked to return it.
+        if trim { _ = clinux_malloc_trim() }
     }
 
     var all: [StreamConnection] { state.withLock { Array($0.streams.values) } }

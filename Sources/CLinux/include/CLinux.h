@@ -1,11 +1,12 @@
-#ifndef HERALD_CEPOLL_H
-#define HERALD_CEPOLL_H
+#ifndef HERALD_CLINUX_H
+#define HERALD_CLINUX_H
 
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <malloc.h>
 
-/* epoll for Swift, which does not see <sys/epoll.h> through Glibc: each registration carries a
+/* Linux calls Swift does not see through Glibc. epoll: each registration carries a
    64-bit token, and waiting returns tokens and event bits. */
 
 static const uint32_t CEPOLL_IN = EPOLLIN;
@@ -53,5 +54,8 @@ static inline int cepoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int 
     }
     return count;
 }
+
+/// Returns free heap memory to the system (glibc keeps it otherwise); true if some was returned.
+static inline int clinux_malloc_trim(void) { return malloc_trim(0); }
 
 #endif
