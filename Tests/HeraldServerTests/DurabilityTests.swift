@@ -171,3 +171,18 @@ func temporaryDataDirectory() -> String {
         #expect(next > (replayed.max() ?? 0), "the sequence continues after the crash")
     }
 }
+
+@Suite struct DamagedStoreTests {
+    @Test func aRecordThatIsNotJSONStopsTheStartWithAMessage() throws {
+        let directory = temporaryDataDirectory()
+        do { _ = try TestHerald(examples: true, dataDirectory: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE records SET document = X'7B7B' WHERE kind = 'unit'\"); c.commit()",
+                             directory + "/herald.sqlite3"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect { try TestHerald(dataDirectory: directory) } throws: { "\($0)".contains("the stored unit 'scout' is not JSON") }
+    }
+}

@@ -52,7 +52,16 @@ public final class Herald: Sendable {
         currency = CurrencySetting(sink: journal)
         trips = TripBoard(sink: journal)
         units = UnitStore(sink: journal)
-        let records = stored.records.mapValues { $0.compactMap { try? JSONValue.parse($0.document) } }
+        var records: [String: [JSONValue]] = [:]
+        for (kind, entries) in stored.records {
+            records[kind] = try entries.map { entry in
+                do {
+                    return try JSONValue.parse(entry.document)
+                } catch let error as JSONParseError {
+                    throw StoreError("the stored \(kind) '\(entry.id)' is not JSON (\(error.reason)): restore the data directory from a backup")
+                }
+            }
+        }
         currency.restore(records[CurrencySetting.recordKind] ?? [])
         try trips.restore(records[TripBoard.recordKind] ?? [])
         try units.restore(records[UnitStore.recordKind] ?? [])
