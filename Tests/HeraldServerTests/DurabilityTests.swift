@@ -65,6 +65,22 @@ func temporaryDataDirectory() -> String {
         #expect(events.last?.json["winner"] as? String == "ann")
     }
 
+    @Test func eventsOlderThanTheKeptDaysArePrunedAndTheirIdsGetAResync() throws {
+        let clock = ManualClock()
+        let server = try TestHerald(clock: clock, dataDirectory: temporaryDataDirectory(), historyDays: 1)
+        let client = server.client()
+        let old = try #require(try client.put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201 ? server.herald.hub.lastEventId : nil)
+        _ = try client.put("/units/a", #"{"name":"A","status":"wounded"}"#)
+        let replay = try server.stream("/units/a/events", headers: [("Last-Event-ID", String(old))])
+        #expect(try replay.next().event == "unit", "kept while young")
+        clock.advance(by: 2 * 86_400)  // the pruning timer runs every minute of it
+        _ = try client.put("/units/a", #"{"name":"A","status":"dead"}"#)
+        let late = try server.stream("/units/a/events", headers: [("Last-Event-ID", String(old))])
+        #expect(try late.next(2).map(\.event) == ["resync", "snapshot"], "pruned by age: too old to replay")
+        let recent = try server.stream("/units/a/events", headers: [("Last-Event-ID", String(server.herald.hub.lastEventId - 1))])
+        #expect(try recent.next().event == "unit", "the newest event is still kept")
+    }
+
     @Test func anUnusableDataDirectoryStopsTheServerWithAMessage() throws {
         let directory = temporaryDataDirectory()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

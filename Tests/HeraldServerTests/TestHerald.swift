@@ -10,7 +10,7 @@ final class TestHerald {
     let clock: ManualClock?
 
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,
-         bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil) throws {
+         bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil, historyDays: Int? = 7) throws {
         var configuration = HeraldConfiguration()
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
@@ -20,6 +20,7 @@ final class TestHerald {
         configuration.observerQueueLimit = queueLimit
         configuration.examples = examples
         configuration.dataDirectory = dataDirectory
+        configuration.historyDays = historyDays
         self.clock = clock
         herald = try Herald(configuration: configuration, logger: Logger(label: "test"), clock: clock ?? SystemClock())
         try herald.start()

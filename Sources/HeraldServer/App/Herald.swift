@@ -46,7 +46,7 @@ public final class Herald: Sendable {
         }
         hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: $0.name, data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
-        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, logger: logger)
+        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
         self.hub = hub
         auctions = AuctionHouse(clock: clock, sink: journal)
         currency = CurrencySetting(sink: journal)

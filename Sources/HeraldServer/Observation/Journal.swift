@@ -13,11 +13,14 @@ final class Journal: ChangeSink {
     let hub: Hub
     private let store: SQLiteStore?
     private let logger: Logger
+    /// Stamps stored events, so that pruning by age and the domain agree on the time.
+    private let clock: any DomainClock
     /// The last sequence number given out. Its lock orders store commits and hub publishing alike.
     private let sequence: Mutex<UInt64>
 
-    init(hub: Hub, store: SQLiteStore?, lastSequence: UInt64, logger: Logger) {
+    init(hub: Hub, store: SQLiteStore?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
         self.hub = hub
+        self.clock = clock
         self.store = store
         self.logger = logger
         self.sequence = Mutex(lastSequence)
@@ -33,7 +36,7 @@ final class Journal: ChangeSink {
             let data = change.event.map { _ in Self.data(topic: change.topic, payload: change.payload) }
             if let store {
                 let event = change.event.map {
-                    StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: Date())
+                    StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: clock.now)
                 }
                 let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
                 do {
