@@ -26,42 +26,4 @@ extension Routes {
             try events.stream(request, topics: [AuctionHouse.topic(request.parameter("id"))])
         }
     }
-
-    mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
-        add("GET", "/currency") { _ in .json(currency.get()) }
-        add("PUT", "/currency") { request in .json(try currency.set(json: try request.json())) }
-        add("GET", "/currency/events") { request in try events.stream(request, topics: [CurrencySetting.topic]) }
-    }
-
-    mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
-        add("GET", "/units") { _ in .json(["units": .array(units.list())]) }
-        add("GET", "/units/events") { request in try events.stream(request, topics: [UnitStore.collectionTopic]) }
-        add("GET", "/units/{id}") { request in .json(try units.get(request.parameter("id"))) }
-        add("PUT", "/units/{id}") { request in
-            let id = request.parameter("id")
-            let result = try units.put(id: id, json: try request.json())
-            return .json(result.unit, status: result.created ? 201 : 200,
-                         headers: result.created ? [("Location", "/units/\(id)")] : [])
-        }
-        add("DELETE", "/units/{id}") { request in
-            try units.delete(request.parameter("id"))
-            return .empty(status: 204)
-        }
-        add("GET", "/units/{id}/events") { request in
-            try events.stream(request, topics: [UnitStore.topic(request.parameter("id"))])
-        }
-    }
-
-    mutating func addNotifications(_ journal: Journal, events: EventRoutes) {
-        add("POST", "/notifications/{name}") { request in
-            let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
-            let id = try journal.post(post.change(postedAt: Timestamp.format(.now)))
-            return .json(["id": .string(String(id ?? 0))], status: 202)
-        }
-        add("GET", "/notifications/{name}/events") { request in
-            let name = request.parameter("name")
-            guard NotificationPost.isValidName(name) else { throw Problem(status: 404, detail: "'\(name)' is not a notification name") }
-            return try events.stream(request, topics: [NotificationPost.topic(name)])
-        }
-    }
 }

@@ -1,0 +1,18 @@
+import HeraldDomain
+import HeraldHTTP
+import HeraldJSON
+
+extension Routes {
+    mutating func addNotifications(_ journal: Journal, events: EventRoutes) {
+        add("POST", "/notifications/{name}") { request in
+            let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
+            let id = try journal.post(post.change(postedAt: Timestamp.format(.now)))
+            return .json(["id": .string(String(id ?? 0))], status: 202)
+        }
+        add("GET", "/notifications/{name}/events") { request in
+            let name = request.parameter("name")
+            guard NotificationPost.isValidName(name) else { throw Problem(status: 404, detail: "'\(name)' is not a notification name") }
+            return try events.stream(request, topics: [NotificationPost.topic(name)])
+        }
+    }
+}
