@@ -135,6 +135,11 @@ import Testing
         #expect(!stream.receivesEvent(within: 1))
         #expect(stream.comments.count - before >= 2)
         #expect(stream.comments.last == "heartbeat")
+        // Heartbeats go straight to the socket as whole chunks: the framing must still hold.
+        _ = try server.client().put("/currency", #"{"default":"euro"}"#)
+        let event = try stream.next()
+        #expect(event.event == "currency" && event.json["default"] as? String == "euro")
+        #expect(!stream.ended)
     }
 
     @Test func aStalledReaderIsCutOffAndOthersCarryOn() throws {

@@ -33,12 +33,15 @@ final class StreamConnection: Sendable {
     let feed: any EventFeed
     let connection: ConnectionPointer
     let socket: Int32
+    /// The response is sent in chunks (an HTTP/1.1 request), so a whole chunk can be written directly.
+    let chunked: Bool
     unowned let registry: StreamRegistry
     private let state: Mutex<State>
 
     init(token: UInt64, feed: any EventFeed, connection: ConnectionPointer, socket: Int32, preamble: [UInt8],
-         registry: StreamRegistry) {
+         chunked: Bool, registry: StreamRegistry) {
         self.registry = registry
+        self.chunked = chunked
         self.token = token
         self.feed = feed
         self.connection = connection
@@ -118,11 +121,35 @@ final class StreamConnection: Sendable {
         wake()
     }
 
-    /// Asks for a heartbeat comment, written at once if the stream is idle.
+    /// Sends a heartbeat comment. A suspended chunked stream gets it as one whole chunk written
+    /// straight to its socket: libmicrohttpd calls the reader only once everything before has been
+    /// sent, and does not touch a suspended connection, so nothing can interleave, and the idle
+    /// stream stays suspended (a heartbeat costs one `send`, not a resume and a suspend).
+    /// Any other stream gets it with its next write.
     func heartbeat() {
-        state.withLock { $0.heartbeatDue = true }
-        wake()
+        let resume = state.withLock { state -> Bool in
+            guard !state.released, state.closing == nil else { return false }
+            guard state.suspended, chunked, socket >= 0 else {
+                state.heartbeatDue = true
+                return state.suspended
+            }
+            let sent = Self.heartbeatChunk.withUnsafeBytes {
+                send(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            }
+            if sent == Self.heartbeatChunk.count || (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                return false  // sent; or the client reads nothing: it needs no heartbeat
+            }
+            // A part of a chunk, or an error: the stream cannot go on.
+            state.closing = .abort
+            shutdown(socket, Int32(SHUT_RDWR))
+            return true
+        }
+        if resume { wake() }
     }
+
+    /// `: heartbeat` as one HTTP/1.1 chunk: size in hex, CRLF, the comment, CRLF.
+    static let heartbeatChunk: [UInt8] =
+        Array("\(String(SSEEncoder.heartbeat.count, radix: 16))\r\n".utf8) + SSEEncoder.heartbeat + Array("\r\n".utf8)
 
     /// libmicrohttpd dropped the response (client gone, error, or shutdown).
     func released() {

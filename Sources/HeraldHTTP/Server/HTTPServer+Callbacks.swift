@@ -6,10 +6,10 @@ import Logging
 // libmicrohttpd's callbacks. They capture nothing: the server comes through `cls` with `Unmanaged`,
 // the request's state through `con_cls`. All run on the daemon's thread.
 extension HTTPServer {
-    static let accessCallback: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, contextPointer in
+    static let accessCallback: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadSize, contextPointer in
         guard let cls, let connection, let contextPointer, let uploadSize else { return MHD_Result.NO }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-        return server.handle(connection: connection, url: url, method: method,
+        return server.handle(connection: connection, url: url, method: method, version: version,
                              upload: uploadData, uploadSize: uploadSize, context: contextPointer)
     }
 
@@ -33,7 +33,7 @@ extension HTTPServer {
     }
 
     private func handle(
-        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
         upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>, context contextPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = contextPointer.pointee else {
@@ -62,6 +62,7 @@ extension HTTPServer {
             return MHD_Result.YES
         }
         if context.tooLarge { return queue(tooLarge(), on: connection, method: method) }
+        let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
         let request = Request(
             method: method.map { String(cString: $0) } ?? "GET",
             path: url.map { String(cString: $0) } ?? "/",
@@ -72,14 +73,15 @@ extension HTTPServer {
         logger.debug("request", metadata: [
             "http.method": "\(request.method)", "http.path": "\(request.path)", "http.status": "\(response.status)",
         ])
-        return queue(response, on: connection, method: method)
+        return queue(response, on: connection, method: method, chunked: http11)
     }
 
     private func tooLarge() -> Response {
         Problem(status: 413, detail: "the request body is larger than \(configuration.bodyLimit) bytes").response
     }
 
-    private func queue(_ response: Response, on connection: OpaquePointer, method: UnsafePointer<CChar>?) -> MHD_Result {
+    private func queue(_ response: Response, on connection: OpaquePointer, method: UnsafePointer<CChar>?,
+                       chunked: Bool = false) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .bytes(let bytes):
@@ -90,7 +92,7 @@ extension HTTPServer {
             let stream = StreamConnection(
                 token: streams.makeToken(), feed: feed, connection: ConnectionPointer(raw: connection),
                 socket: cmhd_connection_fd(connection), preamble: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds),
-                registry: streams)
+                chunked: chunked && method.map({ String(cString: $0) }) != "HEAD", registry: streams)
             let context = Unmanaged.passRetained(stream)
             mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 16 * 1024, HTTPServer.streamReader,
                                                             context.toOpaque(), HTTPServer.streamReleased)
