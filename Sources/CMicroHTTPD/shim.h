@@ -59,12 +59,6 @@ static inline int cmhd_connection_fd(struct MHD_Connection *connection)
     return info == NULL ? -1 : info->connect_fd;
 }
 
-/// Sets this connection's idle timeout in seconds (0: none).
-static inline void cmhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds)
-{
-    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
-}
-
 /// Number of connections the daemon currently holds.
 static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon)
 {

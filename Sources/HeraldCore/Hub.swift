@@ -67,6 +67,9 @@ public final class Hub: Sendable {
         var collection: Collection?
         var lastEventId: UInt64 = 0
         var observers: [UInt64: Observer] = [:]
+
+        /// Its own value, or the rendering of its members for a collection.
+        mutating func currentValue() -> [UInt8]? { value ?? collection?.value() }
     }
 
     struct State {
@@ -106,7 +109,7 @@ public final class Hub: Sendable {
 
     /// A subject's current value.
     public func value(of topic: String) -> [UInt8]? {
-        state.withLock { $0.subjects[topic]?.value ?? $0.subjects[topic]?.collection?.value() }
+        state.withLock { $0.subjects[topic]?.currentValue() }
     }
 
     /// Sets current values without an event (for seeding state at start).
@@ -262,9 +265,7 @@ public final class Hub: Sendable {
                 let data = Array(#"{"topic":"\#(topic)","lastEventId":"\#(state.sequence)"}"#.utf8)
                 events.append(Event(id: state.sequence, topic: topic, name: "resync", data: data, encoder: encoder))
             }
-            if let value = state.subjects[topic]?.value {
-                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value, encoder: encoder))
-            } else if let value = state.subjects[topic]?.collection?.value() {
+            if let value = state.subjects[topic]?.currentValue() {
                 events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value, encoder: encoder))
             }
         }

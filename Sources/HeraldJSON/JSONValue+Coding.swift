@@ -23,9 +23,6 @@ extension JSONValue {
         return out
     }
 
-    /// Appends compact JSON to `out`, as text.
-    public func write(to out: inout String) { out += serialized }
-
     /// Appends compact JSON to `out`, as UTF-8 bytes: the fast path every response and event takes.
     public func write(to out: inout [UInt8]) {
         switch self {

@@ -138,18 +138,19 @@ struct Fanout {
         let idleStart = Date()
         while Date().timeIntervalSince(idleStart) < options.idleSeconds { pump(timeoutMs: 100) }
         let cpuIdle = server.cpuSeconds - cpuConnected
+        report.subscribers = ["requested": options.subscribers, "connected": connected, "failed": options.subscribers - connected]
+        report.server["rssKiBBefore"] = Double(rssBefore)
+        report.server["rssKiBHeld"] = Double(rssHeld)
+        report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
+        report.server["cpuSecondsConnecting"] = cpuConnected - cpuBefore
+        report.server["cpuSecondsIdle"] = cpuIdle
+        report.server["idleCpuFractionOfCore"] = options.idleSeconds > 0 ? cpuIdle / options.idleSeconds : 0
 
         if let hold = options.holdSeconds {
             let holdStart = Date()
             let cpuHoldStart = server.cpuSeconds
             while Date().timeIntervalSince(holdStart) < hold { pump(timeoutMs: 50) }
-            report.subscribers = ["requested": options.subscribers, "connected": connected, "failed": options.subscribers - connected]
             report.events = ["received": deliveries]
-            report.server["rssKiBBefore"] = Double(rssBefore)
-            report.server["rssKiBHeld"] = Double(rssHeld)
-            report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
-            report.server["cpuSecondsIdle"] = cpuIdle
-            report.server["idleCpuFractionOfCore"] = options.idleSeconds > 0 ? cpuIdle / options.idleSeconds : 0
             report.server["cpuSecondsHolding"] = server.cpuSeconds - cpuHoldStart
             for subscriber in subscribers { close(subscriber.fd) }
             return report
@@ -176,8 +177,7 @@ struct Fanout {
         let cpuPublish = server.cpuSeconds - cpuPublishStart
 
         let sent = sendTimes.withLock { $0 }
-        report.subscribers = ["requested": options.subscribers, "connected": connected, "failed": options.subscribers - connected,
-                              "closedDuringRun": subscribers.count { if case .closed = $0.phase { $0.gotSnapshot } else { false } }]
+        report.subscribers["closedDuringRun"] = subscribers.count { if case .closed = $0.phase { $0.gotSnapshot } else { false } }
         report.events = [
             "expected": expected, "received": deliveries,
             "lost": subscribers.reduce(0) { $0 + $1.lost + (($1.gotSnapshot ? options.events : 0) - $1.lastAmount) },
@@ -189,12 +189,6 @@ struct Fanout {
         })
         report.burstSeconds = publishEnd - publishStart
         report.deliveredPerSecond = (Double(deliveries) / max(publishEnd - publishStart, 0.001)).rounded()
-        report.server["rssKiBBefore"] = Double(rssBefore)
-        report.server["rssKiBHeld"] = Double(rssHeld)
-        report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
-        report.server["cpuSecondsConnecting"] = cpuConnected - cpuBefore
-        report.server["cpuSecondsIdle"] = cpuIdle
-        report.server["idleCpuFractionOfCore"] = options.idleSeconds > 0 ? cpuIdle / options.idleSeconds : 0
         report.server["cpuSecondsPublishing"] = cpuPublish
         report.serverCpuMicrosecondsPerDeliveredEvent = deliveries > 0 ? (cpuPublish / Double(deliveries) * 1e7).rounded() / 10 : 0
         for subscriber in subscribers where subscriber.fd >= 0 { close(subscriber.fd) }

@@ -62,12 +62,9 @@ final class Journal: ChangeSink {
     }
 
     func declareCollection(_ topic: String, arrayName: String) {
-        var prefix = ""
-        JSONValue.object([("topic", .string(topic))]).write(to: &prefix)
-        prefix.removeLast()
-        prefix += ","
-        JSONValue.string(arrayName).write(to: &prefix)
-        hub.declareCollection(topic, prefix: Array((prefix + ":[").utf8), suffix: Array("]}".utf8))
+        // `{"topic":…,"units":[]}` split before its closing `]}`: members go in between.
+        let empty = Self.data(topic: topic, payload: .object([(arrayName, .array([]))]))
+        hub.declareCollection(topic, prefix: Array(empty.dropLast(2)), suffix: Array(empty.suffix(2)))
     }
 
     private static func updates(_ values: [(topic: String, value: JSONValue?)], _ members: [Member]) -> [Hub.Update] {
