@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
@@ -21,7 +22,8 @@ typedef struct {
     size_t memory_limit;
     unsigned int connection_timeout;
     unsigned int listen_backlog;
-    unsigned int thread_pool_size;
+    /// Called with the raw request target before libmicrohttpd parses it; returns the request's context.
+    void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *connection);
 } cmhd_daemon_settings;
 
 static inline struct MHD_Daemon *cmhd_start_daemon(
@@ -36,8 +38,7 @@ static inline struct MHD_Daemon *cmhd_start_daemon(
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)settings.connection_timeout, NULL },
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t)settings.listen_backlog, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
-        { settings.thread_pool_size > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-          (intptr_t)settings.thread_pool_size, NULL },
+        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)settings.uri_log, completed_cls },
         { MHD_OPTION_END, 0, NULL },
     };
     return MHD_start_daemon(settings.flags, 0, NULL, NULL, handler, handler_cls,
@@ -59,11 +60,15 @@ static inline int cmhd_connection_fd(struct MHD_Connection *connection)
     return info == NULL ? -1 : info->connect_fd;
 }
 
-/// Number of connections the daemon currently holds.
-static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon)
+/// Ends the string libmicrohttpd is about to parse as query arguments. Herald reads the query from
+/// the raw target itself; libmicrohttpd 0.9.75 would store one record per argument in the
+/// connection's memory pool and hang the connection when they no longer fit (connection.c:3035,
+/// connection_add_header). `uri` points into libmicrohttpd's own writable read buffer, which it
+/// modifies in place the same way (connection.c:3034, `args[0] = '\0'`).
+static inline void cmhd_drop_query_arguments(const char *uri)
 {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    return info == NULL ? 0 : info->num_connections;
+    char *question = strchr((char *)uri, '?');
+    if (question != NULL) question[1] = '\0';
 }
 
 #endif

@@ -38,9 +38,13 @@ public struct Problem: Error, Sendable {
         case 406: "Not Acceptable"
         case 409: "Conflict"
         case 413: "Content Too Large"
+        case 414: "URI Too Long"
         case 415: "Unsupported Media Type"
+        case 421: "Misdirected Request"
         case 422: "Unprocessable Content"
+        case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
+        case 501: "Not Implemented"
         case 503: "Service Unavailable"
         default: "Error"
         }

@@ -1,23 +1,29 @@
 /// An HTTP request as a handler sees it: the whole body has been read.
 public struct Request: Sendable {
     public let method: String
-    /// The path, percent-decoded, without the query.
+    /// The path as sent, without the query (percent-escapes kept).
     public let path: String
+    /// The path's segments, percent-decoded: an encoded slash stays inside its segment.
+    public let segments: [String]
     /// Query arguments in order; a name may repeat (`topic=a&topic=b`).
     public let query: [(name: String, value: String)]
     /// Header fields with lower-case names.
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
+    /// Names this request in the log and in the problem documents it gets.
+    public let id: String
     /// Path parameters filled in by the router (`{id}`).
     public var parameters: [String: String] = [:]
 
-    public init(method: String, path: String, query: [(name: String, value: String)] = [],
-                headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(method: String, path: String, segments: [String]? = nil, query: [(name: String, value: String)] = [],
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [], id: String = "-") {
         self.method = method
         self.path = path
+        self.segments = segments ?? path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         self.query = query
         self.headers = headers.map { ($0.name.lowercased(), $0.value) }
         self.body = body
+        self.id = id
     }
 
     /// The first value of header `name` (case-insensitive).

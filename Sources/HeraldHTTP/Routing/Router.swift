@@ -17,8 +17,12 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Told of an error no handler expected, before the client gets a 500 that names only the request id.
+    private let onUnexpected: @Sendable (Request, any Error) -> Void
 
-    public init() {}
+    public init(onUnexpected: @escaping @Sendable (Request, any Error) -> Void = { _, _ in }) {
+        self.onUnexpected = onUnexpected
+    }
 
     /// Adds a route. `pattern` is a path such as `/auctions/{id}/bids`.
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
@@ -35,24 +39,26 @@ public struct Router: Sendable {
         case methodNotAllowed(allowed: [String])
     }
 
-    public func match(method: String, path: String) -> Match {
-        let parts = Self.split(path)
-        var allowed: [String] = []
-        for route in routes {
-            guard let parameters = Self.bind(route.segments, to: parts) else { continue }
-            if route.method == method || (method == "HEAD" && route.method == "GET") {
-                return .handler(route.handler, parameters)
-            }
-            allowed.append(route.method)
+    /// The most literal pattern wins, whatever the order routes were added in: `/units/events` is the
+    /// stream (and `PUT /units/events` is 405), never the unit `events`.
+    public func match(method: String, segments parts: [String]) -> Match {
+        let bound = routes.compactMap { route -> (route: Route, parameters: [String: String])? in
+            Self.bind(route.segments, to: parts).map { (route, $0) }
         }
-        if allowed.isEmpty { return .notFound }
+        guard let literals = bound.map({ $0.route.segments.count - $0.parameters.count }).max() else { return .notFound }
+        let candidates = bound.filter { $0.route.segments.count - $0.parameters.count == literals }
+        if let exact = candidates.first(where: { $0.route.method == method })
+            ?? candidates.first(where: { method == "HEAD" && $0.route.method == "GET" }) {
+            return .handler(exact.route.handler, exact.parameters)
+        }
+        var allowed = candidates.map(\.route.method)
         if allowed.contains("GET") { allowed.append("HEAD") }
         return .methodNotAllowed(allowed: Array(Set(allowed + ["OPTIONS"])).sorted())
     }
 
     /// Runs the matching handler; routing failures and thrown problems become problem responses.
     public func respond(to request: Request) -> Response {
-        switch match(method: request.method, path: request.path) {
+        switch match(method: request.method, segments: request.segments) {
         case .notFound:
             return Problem(status: 404, detail: "no resource at \(request.path)").response
         case .methodNotAllowed(let allowed):
@@ -67,15 +73,21 @@ public struct Router: Sendable {
             } catch let problem as Problem {
                 return problem.response
             } catch {
-                return Problem(status: 500, detail: "unexpected error: \(error)").response
+                // The specifics are for the log, not the client.
+                onUnexpected(request, error)
+                return Problem(status: 500, detail: "the server failed to answer this request; the log has its id",
+                               extra: [("requestId", .string(request.id))]).response
             }
         }
     }
 
-    /// All methods routed for `path`, for CORS preflight and `Allow`.
-    public func methods(for path: String) -> [String] {
-        let parts = Self.split(path)
-        return routes.filter { Self.bind($0.segments, to: parts) != nil }.map(\.method)
+    /// All methods routed for these segments (by the same precedence as `match`), for CORS preflight and `Allow`.
+    public func methods(for parts: [String]) -> [String] {
+        switch match(method: "OPTIONS", segments: parts) {
+        case .notFound: []
+        case .handler: ["OPTIONS"]
+        case .methodNotAllowed(let allowed): allowed.filter { $0 != "OPTIONS" && $0 != "HEAD" }
+        }
     }
 
     private static func split(_ path: String) -> [String] {

@@ -6,10 +6,10 @@ import Logging
 // libmicrohttpd's callbacks. They capture nothing: the server comes through `cls` with `Unmanaged`,
 // the request's state through `con_cls`. All run on the daemon's thread.
 extension HTTPServer {
-    static let accessCallback: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadSize, contextPointer in
+    static let accessCallback: MHD_AccessHandlerCallback = { cls, connection, _, method, version, uploadData, uploadSize, contextPointer in
         guard let cls, let connection, let contextPointer, let uploadSize else { return MHD_Result.NO }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-        return server.handle(connection: connection, url: url, method: method, version: version,
+        return server.handle(connection: connection, method: method, version: version,
                              upload: uploadData, uploadSize: uploadSize, context: contextPointer)
     }
 
@@ -32,21 +32,45 @@ extension HTTPServer {
         stream.registry.remove(stream)
     }
 
+    /// Runs first for every request, with the target as the client sent it: keeps a copy, and keeps
+    /// libmicrohttpd from storing the query arguments (Herald parses them from the copy).
+    static let targetCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { _, uri, _ in
+        let raw = uri.map { String(cString: $0) } ?? ""
+        if let uri { cmhd_drop_query_arguments(uri) }
+        return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque()
+    }
+
     private func handle(
-        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+        connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
         upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>, context contextPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
-        guard let raw = contextPointer.pointee else {
-            // First call, headers only. Queueing a response now would cost keep-alive (see shared notes),
-            // except for a declared body that is too large: refuse it before it is sent.
-            let context = RequestContext()
-            contextPointer.pointee = Unmanaged.passRetained(context).toOpaque()
-            if let length = Self.header(connection, "Content-Length").flatMap(Int.init), length > configuration.bodyLimit {
-                return queue(tooLarge(), on: connection, method: method)
+        // The target callback always made the context; without one, close.
+        guard let raw = contextPointer.pointee else { return MHD_Result.NO }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        let methodName = method.map { String(cString: $0) } ?? ""
+        if !context.started {
+            // First call, head only. Queueing a response now costs keep-alive (see shared notes), so only
+            // a refusal is answered now: its connection closes, and no byte after the head is read.
+            context.started = true
+            let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
+            do throws(Problem) {
+                let target = try RequestTarget(context.rawTarget)
+                context.target = target
+                if let problem = requestGuard.check(version: version.map { String(cString: $0) } ?? "", headers: head,
+                                                    authority: target.authority, port: port) {
+                    return queue(problem.response, on: connection, method: methodName)
+                }
+            } catch {
+                var response = error.response
+                response.headers.append(("Connection", "close"))
+                return queue(response, on: connection, method: methodName)
+            }
+            if let length = head.first(where: { $0.name.lowercased() == "content-length" }).flatMap({ Int($0.value) }),
+               length > configuration.bodyLimit {
+                return queue(tooLarge(), on: connection, method: methodName)
             }
             return MHD_Result.YES
         }
-        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
         if uploadSize.pointee > 0 {
             if !context.tooLarge, let upload {
                 if context.body.count + uploadSize.pointee > configuration.bodyLimit {
@@ -61,29 +85,34 @@ extension HTTPServer {
             uploadSize.pointee = 0
             return MHD_Result.YES
         }
-        if context.tooLarge { return queue(tooLarge(), on: connection, method: method) }
+        if context.tooLarge { return queue(tooLarge(), on: connection, method: methodName) }
+        guard let target = context.target else { return MHD_Result.NO }
         let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
         let request = Request(
-            method: method.map { String(cString: $0) } ?? "GET",
-            path: url.map { String(cString: $0) } ?? "/",
-            query: Self.values(connection, MHD_ValueKind.GET_ARGUMENT_KIND),
+            method: methodName, path: target.path, segments: target.segments,
+            query: target.query.map { ($0.name, $0.value) },
             headers: Self.values(connection, MHD_ValueKind.HEADER_KIND),
-            body: context.body)
+            body: context.body, id: requestIDs.next())
         let response = handler(request)
         logger.debug("request", metadata: [
             "http.method": "\(request.method)", "http.path": "\(request.path)", "http.status": "\(response.status)",
+            "http.request_id": "\(request.id)",
         ])
-        return queue(response, on: connection, method: method, chunked: http11)
+        return queue(response, on: connection, method: methodName, chunked: http11)
     }
 
     private func tooLarge() -> Response {
         Problem(status: 413, detail: "the request body is larger than \(configuration.bodyLimit) bytes").response
     }
 
-    private func queue(_ response: Response, on connection: OpaquePointer, method: UnsafePointer<CChar>?,
+    private func queue(_ response: Response, on connection: OpaquePointer, method: String,
                        chunked: Bool = false) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
+        case .eventStream(let feed) where method == "HEAD":
+            // The head a GET would get, and no stream: nothing is subscribed, nothing is written.
+            feed.close()
+            mhdResponse = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT)
         case .bytes(let bytes):
             mhdResponse = bytes.withUnsafeBytes { buffer in
                 MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
@@ -92,7 +121,7 @@ extension HTTPServer {
             let stream = StreamConnection(
                 token: streams.makeToken(), feed: feed, connection: ConnectionPointer(raw: connection),
                 socket: cmhd_connection_fd(connection), preamble: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds),
-                chunked: chunked && method.map({ String(cString: $0) }) != "HEAD", registry: streams)
+                chunked: chunked, registry: streams)
             let context = Unmanaged.passRetained(stream)
             mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 16 * 1024, HTTPServer.streamReader,
                                                             context.toOpaque(), HTTPServer.streamReleased)
@@ -114,10 +143,6 @@ extension HTTPServer {
             _ = MHD_add_response_header(mhdResponse, header.name, header.value)
         }
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
-    }
-
-    private static func header(_ connection: OpaquePointer, _ name: String) -> String? {
-        MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, name).map { String(cString: $0) }
     }
 
     /// Every key/value pair of one kind (headers, query arguments), in order.

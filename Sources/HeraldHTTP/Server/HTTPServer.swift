@@ -16,6 +16,8 @@ public final class HTTPServer: Sendable {
     let handler: @Sendable (Request) -> Response
     let logger: Logger
     let streams = StreamRegistry()
+    let requestGuard: RequestGuard
+    let requestIDs = RequestIDs()
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
 
@@ -24,18 +26,11 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
+        requestGuard = RequestGuard(allowedHosts: configuration.allowedHosts)
     }
 
     /// The port the server listens on, once started.
     public var port: Int { boundPort.load(ordering: .relaxed) }
-
-    /// Open SSE streams.
-    public var streamCount: Int { streams.count }
-
-    /// Connections libmicrohttpd holds now.
-    public var connectionCount: Int {
-        daemon.withLock { $0.map { Int(cmhd_current_connections($0.raw)) } ?? 0 }
-    }
 
     /// Binds and starts serving.
     public func start() throws(HTTPServerError) {
@@ -58,7 +53,7 @@ public final class HTTPServer: Sendable {
             memory_limit: configuration.connectionMemoryLimit,
             connection_timeout: UInt32(max(configuration.connectionTimeout, 0)),
             listen_backlog: UInt32(configuration.listenBacklog),
-            thread_pool_size: UInt32(max(configuration.threads, 1)))
+            uri_log: HTTPServer.targetCallback)
         let context = Unmanaged.passRetained(self)
         guard let raw = cmhd_start_daemon(settings, HTTPServer.accessCallback, context.toOpaque(),
                                           HTTPServer.completedCallback, context.toOpaque()) else {

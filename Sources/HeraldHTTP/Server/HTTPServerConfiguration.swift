@@ -16,8 +16,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var heartbeat: Duration? = .seconds(15)
     /// The `retry:` an SSE stream tells its client, in milliseconds.
     public var retryMilliseconds: Int = 3000
-    /// libmicrohttpd polling threads (1: one epoll thread).
-    public var threads: Int = 1
+    /// Host names (or `name:port`) requests may name in `Host`; others get 421. nil: any host.
+    public var allowedHosts: [String]? = nil
     /// Pending connections the kernel may queue before accept.
     public var listenBacklog: Int = 4096
 

@@ -1,6 +1,15 @@
-/// What the server keeps for one request between libmicrohttpd's calls: the body read so far.
+/// What the server keeps for one request between libmicrohttpd's calls: the target as sent and the
+/// body read so far. Made by the URI callback, released by the completion callback.
 final class RequestContext {
+    /// The request target exactly as the client sent it (path and query, not yet decoded).
+    let rawTarget: String
+    /// The target, parsed in the first call.
+    var target: RequestTarget?
+    /// The access handler has seen the head (its first call is over).
+    var started = false
     var body: [UInt8] = []
     /// The body passed the limit: the rest is read and dropped, and the answer is 413.
     var tooLarge = false
+
+    init(rawTarget: String) { self.rawTarget = rawTarget }
 }

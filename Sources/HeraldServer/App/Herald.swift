@@ -77,9 +77,6 @@ public final class Herald: Sendable {
     /// The port Herald listens on, once started.
     public var port: Int { server.port }
 
-    /// Open SSE connections.
-    public var streamCount: Int { server.streamCount }
-
     public func start() throws {
         try server.start()
         prune()

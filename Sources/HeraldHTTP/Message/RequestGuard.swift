@@ -1,0 +1,100 @@
+/// Checks a request's head before Herald reads its body: framing that two parsers could read two ways
+/// (RFC 9112 §6.1, §6.3), a missing or repeated `Host` (§3.2), a host this server does not answer to
+/// (DNS rebinding). A refused request is answered and its connection closed, so no byte after the
+/// head is ever read as another request.
+public struct RequestGuard: Sendable {
+    /// Host names (`localhost`) or names with a port (`example.org:8080`) this server answers to;
+    /// nil: any host.
+    public var allowedHosts: [String]?
+
+    public init(allowedHosts: [String]? = nil) {
+        self.allowedHosts = allowedHosts?.map { $0.lowercased() }
+    }
+
+    /// The problem that refuses this head, or nil when it may be served. `headers` are as received,
+    /// names unchanged; `port` is the port the server listens on.
+    public func check(version: String, headers: [(name: String, value: String)], authority: String?, port: Int) -> Problem? {
+        var contentLengths: [String] = []
+        var transferEncodings: [String] = []
+        var hosts: [String] = []
+        for header in headers {
+            guard Self.isToken(header.name) else {
+                return Self.refuse(400, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
+            }
+            switch header.name.lowercased() {
+            case "content-length": contentLengths.append(header.value)
+            case "transfer-encoding": transferEncodings.append(header.value)
+            case "host": hosts.append(header.value)
+            default: break
+            }
+        }
+        if !transferEncodings.isEmpty {
+            if !contentLengths.isEmpty {
+                return Self.refuse(400, "Content-Length and Transfer-Encoding together make the body's length ambiguous")
+            }
+            guard version == "HTTP/1.1" else { return Self.refuse(400, "Transfer-Encoding needs HTTP/1.1") }
+            let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() }
+            guard codings == ["chunked"] else {
+                return Self.refuse(501, "the only transfer coding Herald reads is chunked, alone, not '\(Self.printable(transferEncodings.joined(separator: ", ")))'")
+            }
+        }
+        if contentLengths.count > 1 { return Self.refuse(400, "more than one Content-Length") }
+        if let length = contentLengths.first, length.isEmpty || !length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            return Self.refuse(400, "Content-Length must be digits, not '\(Self.printable(length))'")
+        }
+        if hosts.count > 1 { return Self.refuse(400, "more than one Host header") }
+        if version == "HTTP/1.1", hosts.isEmpty { return Self.refuse(400, "an HTTP/1.1 request needs a Host header") }
+        guard let host = authority ?? hosts.first else { return nil }
+        guard Self.isValidHost(host) else { return Self.refuse(400, "the Host '\(Self.printable(host))' is not a host and port") }
+        if let allowedHosts, !Self.allows(allowedHosts, host: host.lowercased(), port: port) {
+            return Self.refuse(421, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
+        }
+        return nil
+    }
+
+    private static func allows(_ allowed: [String], host: String, port: Int) -> Bool {
+        if allowed.contains(host) { return true }
+        let (name, hostPort) = split(host)
+        return allowed.contains(name) && (hostPort == nil || hostPort == String(port))
+    }
+
+    /// `name:port`, `[v6]:port`, or a name alone.
+    private static func split(_ host: String) -> (String, String?) {
+        guard let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") else { return (host, nil) }
+        let name = String(host[..<colon])
+        if host.hasPrefix("["), !name.hasSuffix("]") { return (host, nil) }
+        return (name, String(host[host.index(after: colon)...]))
+    }
+
+    private static func isValidHost(_ host: String) -> Bool {
+        !host.isEmpty && host.utf8.count <= 255 && host.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                || byte == 0x2D || byte == 0x2E || byte == 0x3A || byte == 0x5B || byte == 0x5D || byte == 0x5F
+        }
+    }
+
+    /// Whether `name` may be a header name (RFC 9110 §5.6.2 `token`).
+    public static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    private static func refuse(_ status: Int, _ detail: String) -> Problem {
+        Problem(status: status, detail: detail, headers: [("Connection", "close")])
+    }
+
+    /// A value as it may be quoted in a detail: printable ASCII, at most 100 characters.
+    public static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix(100).map { $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }))
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs (HTTP's optional white space).
+    public var trimmingSpaces: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}

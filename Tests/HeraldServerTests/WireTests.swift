@@ -1,0 +1,101 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+/// Requests written byte by byte on a raw socket: framing that could smuggle a second request, hosts,
+/// targets, and answers libmicrohttpd would otherwise never send.
+@Suite struct WireTests {
+    /// Sends `text` and reads until the server closes (or 3 s pass). Returns what came back.
+    func exchange(_ server: TestHerald, _ text: String) throws -> String {
+        let socket = try Socket(port: server.port, timeout: 3)
+        try socket.send(text)
+        var out: [UInt8] = []
+        while true {
+            guard let chunk = try? socket.receive(), !chunk.isEmpty else { break }
+            out += chunk
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func statuses(_ answer: String) -> [Int] {
+        answer.components(separatedBy: "HTTP/1.1 ").dropFirst().compactMap { Int($0.prefix(3)) }
+    }
+
+    let smuggled = "PUT /units/smuggled HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n{\"name\":\"Smuggl\",\"status\":\"dead\"} "
+
+    @Test func ambiguousFramingIsRefusedAndTheRestIsNeverARequest() throws {
+        let server = try TestHerald()
+        let heads = [
+            "Content-Length: 0\r\nContent-Length: 104",
+            "Content-Length : 104",
+            "Content-Length: 104\r\nTransfer-Encoding: chunked",
+            "Transfer-Encoding: chunked\r\nContent-Length: 104",
+        ]
+        for head in heads {
+            let answer = try exchange(server, "POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(head)\r\n\r\n\(smuggled)")
+            #expect(statuses(answer) == [400], "\(head): \(answer)")
+            #expect(answer.contains("application/problem+json"))
+            #expect(answer.contains("Connection: close"))
+        }
+        #expect(try server.client().get("/units/smuggled").status == 404)
+    }
+
+    @Test func unknownTransferCodingsAreAnsweredAndClosed() throws {
+        let server = try TestHerald()
+        for coding in ["xchunked", "gzip, chunked", "chunked, identity", "identity"] {
+            let answer = try exchange(server, "POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \(coding)\r\n\r\n\(smuggled)")
+            #expect(statuses(answer) == [501], "\(coding): \(answer)")
+        }
+        #expect(try server.client().get("/units/smuggled").status == 404)
+    }
+
+    @Test func hostIsRequiredOnceOnHTTP11() throws {
+        let server = try TestHerald()
+        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")) == [400])
+        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n")) == [400])
+        let http10 = try exchange(server, "GET /health HTTP/1.0\r\n\r\n")
+        #expect(http10.hasPrefix("HTTP/1.1 200"), "HTTP/1.0 needs no Host: \(http10)")
+        let absolute = try exchange(server, "GET http://127.0.0.1:\(server.port)/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        #expect(statuses(absolute) == [200], "absolute-form target: \(absolute)")
+    }
+
+    @Test func otherHostsAreMisdirectedWhenHostsAreListed() throws {
+        let server = try TestHerald(allowedHosts: ["localhost", "127.0.0.1"])
+        let evil = try exchange(server, "PUT /units/evil HTTP/1.1\r\nHost: evil.example:\(server.port)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(statuses(evil) == [421], "\(evil)")
+        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: localhost:\(server.port)\r\nConnection: close\r\n\r\n")) == [200])
+        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: localhost:1\r\nConnection: close\r\n\r\n")) == [421])
+        #expect(try server.client().get("/units/evil").status == 404)
+    }
+
+    @Test func encodedNulAndSlashStayInsideTheirSegment() throws {
+        let server = try TestHerald()
+        let id = try server.auction()
+        for target in ["/health%00/x", "/auctions/\(id)%00junk", "/auctions/%zz"] {
+            #expect(statuses(try exchange(server, "GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == [400], "\(target)")
+        }
+        #expect(try server.client().get("/auctions/\(id)%2Fbids").status == 404)
+        #expect(try server.client().get("/auctions/\(id)/bids").status == 200)
+    }
+
+    @Test func manyQueryArgumentsAndLongTargetsAreAnswered() throws {
+        let server = try TestHerald()
+        for count in [120, 1000, 3000] {
+            let query = Array(repeating: "x=a", count: count).joined(separator: "&")
+            let answer = try exchange(server, "GET /health?\(query) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(statuses(answer) == [count * 4 > 8192 ? 414 : 200], "\(count) arguments: \(answer.prefix(200))")
+        }
+        // The documented maximum: 64 topics of 100-character notification names.
+        let names = (0..<64).map { "topic=notifications/" + String(repeating: Character(String($0 % 10)), count: 98) + "\($0 % 10)x" }
+        let answer = try exchange(server, "GET /events?\(names.joined(separator: "&"))&snapshot=false HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "64 long topics: \(answer.prefix(300))")
+    }
+
+    @Test func headHasNoBodyAndTheConnectionCarriesOn() throws {
+        let server = try TestHerald()
+        let answer = try exchange(server, "HEAD /currency/events HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(statuses(answer) == [200, 200], "\(answer)")
+        let parts = answer.components(separatedBy: "\r\n\r\n")
+        #expect(parts.count >= 2 && parts[1].hasPrefix("HTTP/1.1 200"), "nothing between the HEAD's head and the next response: \(answer)")
+    }
+}
