@@ -18,7 +18,10 @@ struct FieldReader {
         members.first(where: { $0.0 == name })?.1
     }
 
-    func has(_ name: String) -> Bool { value(name) != nil }
+    /// Refuses members that may not be sent here.
+    mutating func forbid(_ names: [String], _ message: String) {
+        for name in names where value(name) != nil { fail(name, message) }
+    }
 
     mutating func fail(_ field: String, _ message: String) {
         errors.append(FieldError(field: field, message: message))
@@ -46,7 +49,8 @@ struct FieldReader {
             return nil
         }
         guard case .int(let number) = value else {
-            let tooLarge = if case .double(let d) = value, d.rounded() == d { true } else { false }
+            // 1e-400 or 2.0 is a number, not an integer; 1e30 is an integer too large for any range here.
+            let tooLarge = if case .double(let d) = value, d.rounded() == d, abs(d) >= 0x1p63 { true } else { false }
             fail(name, tooLarge ? "is too large" : "must be an integer, got \(value.typeName)")
             return nil
         }

@@ -10,6 +10,13 @@ public enum Timestamp {
         return calendar
     }()
 
+    /// The first and last instants RFC 3339 can write (years 0001 to 9999).
+    public static let range: ClosedRange<Date> = {
+        let first = utc.date(from: DateComponents(year: 1, month: 1, day: 1)) ?? .distantPast
+        let last = utc.date(from: DateComponents(year: 10000, month: 1, day: 1)) ?? .distantFuture
+        return first...last.addingTimeInterval(-0.001)
+    }()
+
     /// Parses an RFC 3339 date-time (`2015-10-09T13:09:53Z`, `…53.25+02:00`), strictly: every field in
     /// range, no rolling over of a minute 99 into the next hour.
     public static func parse(_ text: String) -> Date? {
@@ -61,7 +68,9 @@ public enum Timestamp {
         guard let date = calendar.date(from: components),
               calendar.component(.day, from: date) == day  // no 31 February
         else { return nil }
-        return date.addingTimeInterval(fraction - TimeInterval(offset))
+        let instant = date.addingTimeInterval(fraction - TimeInterval(offset))
+        // An offset can carry 0001-01-01T00:00:00+01:00 out of what can be written back.
+        return range.contains(instant) ? instant : nil
     }
 
     /// `2015-10-09T13:09:53Z`, or `…53.250Z` with milliseconds, rounded to the nearest: formatting a

@@ -70,23 +70,29 @@ public final class TripBoard: Sendable {
         if delta == 0 { reader.fail("deltaSeconds", "must not be zero") }
         try reader.finish()
         let seconds = TimeInterval(delta ?? 0)
-        return try update(id) { $0.actualDeparture.addingTimeInterval(seconds) }
+        return try update(id, field: "deltaSeconds") { $0.actualDeparture.addingTimeInterval(seconds) }
     }
 
     /// Sets the actual departure (`{actualDeparture}`).
     public func patch(_ id: String, json: JSONValue) throws(DomainError) -> Trip {
         var reader = try FieldReader(json)
+        reader.forbid(["departure", "arrival"], "cannot change: only actualDeparture can")
         let actual = reader.date("actualDeparture")
         try reader.finish()
         guard let actual else { throw DomainError(.invalid, "actualDeparture is required") }
-        return try update(id) { _ in actual }
+        return try update(id, field: "actualDeparture") { _ in actual }
     }
 
-    private func update(_ id: String, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
+    private func update(_ id: String, field: String, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
         try state.withLock { state throws(DomainError) in
             guard let old = state.trips[id] else { throw .notFound("trip", id) }
             var trip = old
             trip.actualDeparture = newDeparture(old)
+            // What is stored must be readable again: RFC 3339 ends at year 9999.
+            guard Timestamp.range.contains(trip.actualDeparture) else {
+                throw DomainError(.invalid, "\(field) would move actualDeparture outside years 0001 to 9999",
+                                  fields: [FieldError(field: field, message: "moves actualDeparture outside years 0001 to 9999")])
+            }
             let changed = Trip.changedFields(from: old, to: trip)
             guard !changed.isEmpty else { return trip }
             let json = trip.json(locale: Self.eventLocale)

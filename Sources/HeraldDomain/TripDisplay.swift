@@ -29,16 +29,20 @@ public struct TripDisplay: Sendable, Equatable {
         Duration.seconds(seconds / 60 * 60).formatted(.units(allowed: [.hours, .minutes], width: width).locale(locale))
     }
 
+    /// The locale display strings are made in: `locale` when Herald has a delay template in its
+    /// language, else en_US, so a trip never reads half in one language and half in another.
+    public static func supported(_ locale: Locale) -> Locale {
+        let language = locale.language.languageCode?.identifier ?? ""
+        return templates[language] == nil ? Locale(identifier: "en_US") : locale
+    }
+
+    private static let templates = [
+        "en": "%@ delay", "de": "%@ Verspätung", "tr": "%@ rötar", "fr": "%@ de retard", "es": "%@ de retraso",
+        "it": "%@ di ritardo", "nl": "%@ vertraging",
+    ]
+
     /// "… delay" in the locale's language; English when Herald does not know it.
     private static func delayTemplate(_ locale: Locale) -> String {
-        switch locale.language.languageCode?.identifier {
-        case "de": "%@ Verspätung"
-        case "tr": "%@ rötar"
-        case "fr": "%@ de retard"
-        case "es": "%@ de retraso"
-        case "it": "%@ di ritardo"
-        case "nl": "%@ vertraging"
-        default: "%@ delay"
-        }
+        templates[locale.language.languageCode?.identifier ?? ""] ?? "%@ delay"
     }
 }

@@ -3,13 +3,8 @@ import Foundation
 extension JSONValue {
     /// Parses JSON text. Throws `JSONParseError` with a human-readable reason on malformed input.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        } catch let error as DecodingError {
-            throw JSONParseError(reason: error.reason)
-        } catch {
-            throw JSONParseError(reason: "the body is not valid JSON")
-        }
+        var parser = JSONParser(Array(bytes))
+        return try parser.parseDocument()
     }
 
     /// Compact JSON text.
@@ -126,54 +121,4 @@ extension JSONValue {
 /// Why a body could not be parsed as JSON.
 public struct JSONParseError: Error, Sendable, Equatable {
     public let reason: String
-}
-
-extension JSONValue: Decodable {
-    public init(from decoder: any Decoder) throws {
-        if var array = try? decoder.unkeyedContainer() {
-            var items: [JSONValue] = []
-            while !array.isAtEnd { items.append(try array.decode(JSONValue.self)) }
-            self = .array(items)
-            return
-        }
-        if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            var members: [(String, JSONValue)] = []
-            for key in object.allKeys {
-                members.append((key.stringValue, try object.decode(JSONValue.self, forKey: key)))
-            }
-            self = .object(members.sorted { $0.0 < $1.0 })
-            return
-        }
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() {
-            self = .null
-        } else if let b = try? single.decode(Bool.self) {
-            self = .bool(b)
-        } else if let i = try? single.decode(Int64.self) {
-            self = .int(i)
-        } else if let d = try? single.decode(Double.self) {
-            self = .double(d)
-        } else {
-            self = .string(try single.decode(String.self))
-        }
-    }
-
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-}
-
-extension DecodingError {
-    fileprivate var reason: String {
-        switch self {
-        case .dataCorrupted(let context):
-            let underlying = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return "the body is not valid JSON" + (underlying.map { ": \($0)" } ?? "")
-        default:
-            return "the body is not valid JSON"
-        }
-    }
 }

@@ -1,9 +1,9 @@
 import Foundation
 
-/// A JSON value whose objects keep their members in the order they were written.
+/// A JSON value. Objects Herald builds keep their members in the order written (so an event has
+/// `topic` first); objects parsed from a body have theirs sorted by name.
 ///
-/// Herald builds every response and event from these, so output is compact, stable and
-/// has `topic` first where an event needs it.
+/// Herald builds every response and event from these, so output is compact and stable.
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
@@ -41,11 +41,6 @@ public enum JSONValue: Sendable, Equatable {
     public var intValue: Int64? {
         if case .int(let i) = self { return i }
         return nil
-    }
-
-    public var isNull: Bool {
-        if case .null = self { return true }
-        return false
     }
 
     /// The JSON type's name, for validation messages.

@@ -122,3 +122,45 @@ import Testing
         }
     }
 }
+
+@Suite struct TripRangeTests {
+    @Test func datesOutsideYears1To9999AreRefusedNotStored() throws {
+        let sink = RecordingSink()
+        let trips = TripBoard(sink: sink)
+        let trip = try trips.create(NewTrip(departure: Timestamp.parse("2015-10-09T13:09:53Z") ?? .now,
+                                            arrival: Timestamp.parse("2015-10-09T13:26:33Z") ?? .now))
+        _ = try trips.patch(trip.id, json: ["actualDeparture": "9999-12-31T23:59:59Z"])
+        #expect(throws: DomainError.self) { try trips.delay(trip.id, json: ["deltaSeconds": 86_400]) }
+        #expect(trips.list().first.map { Timestamp.format($0.actualDeparture) } == "9999-12-31T23:59:59Z")
+        #expect(Timestamp.parse("0001-01-01T00:00:00+01:00") == nil, "an offset may not carry a time below year 1")
+        #expect(Timestamp.parse("9999-12-31T23:59:59-01:00") == nil, "nor past year 9999")
+        _ = try trips.patch(trip.id, json: ["actualDeparture": "0001-01-01T00:00:00Z"])
+        #expect(throws: DomainError.self) { try trips.delay(trip.id, json: ["deltaSeconds": -1]) }
+        for record in sink.all.flatMap(\.records) where record.kind == TripBoard.recordKind {
+            for field in ["departure", "arrival", "actualDeparture"] {
+                #expect(record.document?[field]?.stringValue.flatMap(Timestamp.parse) != nil, "stored \(field) reads back")
+            }
+        }
+    }
+
+    @Test func fieldsThatCannotChangeAreRefused() throws {
+        let trips = TripBoard(sink: RecordingSink())
+        let trip = try trips.create(NewTrip(departure: Timestamp.parse("2015-10-09T13:09:53Z") ?? .now,
+                                            arrival: Timestamp.parse("2015-10-09T13:26:33Z") ?? .now))
+        #expect(throws: DomainError.self) {
+            try trips.patch(trip.id, json: ["actualDeparture": "2015-10-09T13:19:53Z", "departure": "2015-10-09T13:00:00Z"])
+        }
+        #expect(try trips.get(trip.id) == trip)
+    }
+
+    @Test func aLanguageWithoutStringsIsEnglishAsAWhole() throws {
+        let trip = Trip(id: "1", departure: Timestamp.parse("2015-10-09T13:09:53Z") ?? .now,
+                        arrival: Timestamp.parse("2015-10-09T13:26:33Z") ?? .now, actualDeparture: Timestamp.parse("2015-10-09T13:14:53Z") ?? .now)
+        for tag in ["ja_JP", "pt_BR", "xx"] {
+            let locale = TripDisplay.supported(Locale(identifier: tag))
+            #expect(locale.identifier == "en_US")
+            #expect(TripDisplay(trip: trip, locale: locale).delay == "5 minutes delay")
+        }
+        #expect(TripDisplay.supported(Locale(identifier: "de_DE")).identifier == "de_DE")
+    }
+}

@@ -32,3 +32,22 @@ import Testing
         #expect(try JSONValue.parse(value.bytes) == ["list": [1, 2, ["deep": false]], "name": "Ünïcödé 🙂"])
     }
 }
+
+@Suite struct StrictJSONTests {
+    @Test func refusesWhatOtherParsersReadDifferently() {
+        for text in [#"{"a":1,}"#, "[1,]", #"{"a":1,"a":2}"#, #"{"a":{"b":1,"b":1}}"#, "01", "1.", ".5", "+1", "1e", "[1 2]",
+                     #""\x""#, "\"a\u{01}\"", #""\uD800""#, "NaN", "// c\n1", "1e400", String(repeating: "[", count: 100)] {
+            #expect(throws: JSONParseError.self, "\(text)") { try JSONValue.parse(Array(text.utf8)) }
+        }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
+    }
+
+    @Test func readsNumbersByTheGrammar() throws {
+        #expect(try JSONValue.parse(Array("-0".utf8)) == .int(0))
+        #expect(try JSONValue.parse(Array("9223372036854775807".utf8)) == .int(.max))
+        #expect(try JSONValue.parse(Array("9223372036854775808".utf8)) == .double(9223372036854775808))
+        #expect(try JSONValue.parse(Array("1e-400".utf8)) == .double(0), "an exponent makes a number, never an integer")
+        #expect(try JSONValue.parse(Array("2.0".utf8)) == .double(2))
+        #expect(try JSONValue.parse(Array(#" {"s":"\u00e9\ud83d\ude00\n"} "#.utf8))["s"] == .string("é😀\n"))
+    }
+}

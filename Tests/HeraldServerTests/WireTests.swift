@@ -99,3 +99,44 @@ import Testing
         #expect(parts.count >= 2 && parts[1].hasPrefix("HTTP/1.1 200"), "nothing between the HEAD's head and the next response: \(answer)")
     }
 }
+
+/// Header values that once reached an index or a conversion that traps.
+@Suite struct HostileHeaderTests {
+    @Test func acceptLanguageOfAnyShapeIsServed() throws {
+        let server = try TestHerald(examples: true)
+        for value in [";", ";;", ";, en", ";q=1", ", en", ",", " ", "de;q=0.5", "ja", "*", String(repeating: "a-", count: 500)] {
+            let response = try server.client().get("/trips/1", headers: [("Accept-Language", value)])
+            #expect(response.status == 200, "Accept-Language: \(value)")
+        }
+        let german = try server.client().get("/trips/1", headers: [("Accept-Language", ";, de-DE")])
+        #expect((german.json["display"] as? [String: Any])?["locale"] as? String == "de_DE")
+        let japanese = try server.client().get("/trips/1?locale=ja")
+        #expect((japanese.json["display"] as? [String: Any])?["delay"] as? String == "5 minutes delay")
+    }
+
+    @Test func strictJSONBodiesAndIntegers() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        #expect(try client.put("/units/a", #"{"name":"A","status":"ok",}"#).status == 400)
+        #expect(try client.put("/units/a", #"{"name":"A","name":"B"}"#).status == 400)
+        let id = try server.auction()
+        #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":1e-400}"#).status == 422)
+        #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":5.0}"#).status == 422)
+        #expect(try client.get("/units/a").status == 404)
+    }
+
+    @Test func tripsStayReadableAtTheEndsOfTheCalendar() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let server = try TestHerald(examples: true, dataDirectory: directory)
+            defer { server.herald.stop() }
+            let client = server.client()
+            #expect(try client.patch("/trips/1", #"{"actualDeparture":"9999-12-31T23:59:59Z"}"#).status == 200)
+            #expect(try client.post("/trips/1/delay", #"{"deltaSeconds":86400}"#).status == 422)
+            #expect(try client.patch("/trips/1", #"{"departure":"2015-10-09T13:00:00Z","actualDeparture":"2015-10-09T13:00:00Z"}"#).status == 422)
+        }
+        let restarted = try TestHerald(dataDirectory: directory)
+        #expect(try restarted.client().get("/trips/1").json["actualDeparture"] as? String == "9999-12-31T23:59:59Z")
+    }
+}

@@ -69,6 +69,7 @@ public final class HTTPClient {
 
     public func post(_ path: String, _ json: String) throws -> TestResponse { try request("POST", path, json: json) }
     public func put(_ path: String, _ json: String) throws -> TestResponse { try request("PUT", path, json: json) }
+    public func patch(_ path: String, _ json: String) throws -> TestResponse { try request("PATCH", path, json: json) }
 
     public func close() { socket = nil }
 }

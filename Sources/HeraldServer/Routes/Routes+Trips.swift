@@ -31,13 +31,23 @@ extension Routes {
 }
 
 extension Request {
-    /// `?locale=`, else the first `Accept-Language` tag, else en_US.
+    /// `?locale=`, else the first `Accept-Language` tag, else en_US; a language Herald has no strings
+    /// for is en_US as a whole.
     var locale: Locale {
-        let tag = query("locale")
-            ?? header("Accept-Language")?.split(separator: ",").first.map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces) }
+        let tag = query("locale") ?? header("Accept-Language").flatMap(Self.firstLanguage)
         guard let tag, !tag.isEmpty, tag != "*", tag.utf8.count <= 35,
               tag.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) })
         else { return TripBoard.eventLocale }
-        return Locale(identifier: tag.replacingOccurrences(of: "-", with: "_"))
+        return TripDisplay.supported(Locale(identifier: tag.replacingOccurrences(of: "-", with: "_")))
+    }
+
+    /// The first language range of an `Accept-Language` value (`de-CH;q=0.9, en` is `de-CH`), if any.
+    static func firstLanguage(_ header: String) -> String? {
+        for range in header.split(separator: ",") {
+            guard let tag = range.split(separator: ";", omittingEmptySubsequences: false).first?.trimmingCharacters(in: .whitespaces),
+                  !tag.isEmpty else { continue }
+            return tag
+        }
+        return nil
     }
 }

@@ -1,0 +1,204 @@
+/// A strict RFC 8259 parser: no trailing commas, no comments, no duplicate member names (JavaScript
+/// and Python would keep the last, Foundation the first: refusing is the only reading all agree on),
+/// numbers by the grammar, valid UTF-8, and a nesting limit so no body can exhaust the stack.
+/// Hand-written rather than Foundation's `JSONDecoder`, which accepts trailing commas and drops
+/// duplicate names without a word.
+struct JSONParser {
+    static let maxDepth = 64
+
+    private let bytes: [UInt8]
+    private var index = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        skipSpace()
+        let value = try parseValue(depth: 0)
+        skipSpace()
+        guard index == bytes.count else { throw fail("unexpected text after the JSON value") }
+        return value
+    }
+
+    private func fail(_ reason: String) -> JSONParseError {
+        JSONParseError(reason: "the body is not valid JSON: \(reason) at byte \(index)")
+    }
+
+    private mutating func skipSpace() {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            index += 1
+        }
+    }
+
+    private mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth < Self.maxDepth else { throw fail("nested deeper than \(Self.maxDepth)") }
+        guard index < bytes.count else { throw fail("unexpected end") }
+        switch bytes[index] {
+        case 0x7B: return try parseObject(depth: depth)
+        case 0x5B: return try parseArray(depth: depth)
+        case 0x22: return .string(try parseString())
+        case 0x74: try literal("true"); return .bool(true)
+        case 0x66: try literal("false"); return .bool(false)
+        case 0x6E: try literal("null"); return .null
+        case 0x2D, 0x30...0x39: return try parseNumber()
+        default: throw fail("unexpected character")
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) throws(JSONParseError) {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw fail("unexpected end") }
+        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
+            throw fail("unexpected character")
+        }
+        index += count
+    }
+
+    private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
+        index += 1
+        var members: [(String, JSONValue)] = []
+        var names = Set<String>()
+        skipSpace()
+        if index < bytes.count, bytes[index] == 0x7D {
+            index += 1
+            return .object([])
+        }
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == 0x22 else { throw fail("expected a member name in quotes") }
+            let name = try parseString()
+            guard names.insert(name).inserted else { throw fail("the member name \"\(name.prefix(100))\" appears twice") }
+            skipSpace()
+            guard index < bytes.count, bytes[index] == 0x3A else { throw fail("expected ':'") }
+            index += 1
+            skipSpace()
+            members.append((name, try parseValue(depth: depth + 1)))
+            skipSpace()
+            guard index < bytes.count else { throw fail("unexpected end") }
+            if bytes[index] == 0x2C { index += 1; continue }
+            guard bytes[index] == 0x7D else { throw fail("expected ',' or '}'") }
+            index += 1
+            // Sorted by name: stored documents and their output do not depend on the client's order.
+            return .object(members.sorted { $0.0 < $1.0 })
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
+        index += 1
+        var items: [JSONValue] = []
+        skipSpace()
+        if index < bytes.count, bytes[index] == 0x5D {
+            index += 1
+            return .array([])
+        }
+        while true {
+            skipSpace()
+            items.append(try parseValue(depth: depth + 1))
+            skipSpace()
+            guard index < bytes.count else { throw fail("unexpected end") }
+            if bytes[index] == 0x2C { index += 1; continue }
+            guard bytes[index] == 0x5D else { throw fail("expected ',' or ']'") }
+            index += 1
+            return .array(items)
+        }
+    }
+
+    private mutating func parseString() throws(JSONParseError) -> String {
+        index += 1
+        var out: [UInt8] = []
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case 0x22:
+                index += 1
+                guard let text = String(validating: out, as: UTF8.self) else { throw fail("a string is not UTF-8") }
+                return text
+            case 0x5C:
+                index += 1
+                guard index < bytes.count else { throw fail("unexpected end") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case 0x22, 0x5C, 0x2F: out.append(escape)
+                case 0x62: out.append(0x08)
+                case 0x66: out.append(0x0C)
+                case 0x6E: out.append(0x0A)
+                case 0x72: out.append(0x0D)
+                case 0x74: out.append(0x09)
+                case 0x75:
+                    var scalar = try hex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard index + 1 < bytes.count, bytes[index] == 0x5C, bytes[index + 1] == 0x75 else {
+                            throw fail("a lone surrogate in \\u escape")
+                        }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("a lone surrogate in \\u escape") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw fail("a lone surrogate in \\u escape")
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else { throw fail("an invalid \\u escape") }
+                    out.append(contentsOf: Array(String(Character(unicode)).utf8))
+                default:
+                    throw fail("an invalid escape")
+                }
+            case 0x00..<0x20:
+                throw fail("a control character inside a string")
+            default:
+                out.append(byte)
+                index += 1
+            }
+        }
+        throw fail("unterminated string")
+    }
+
+    private mutating func hex4() throws(JSONParseError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw fail("unexpected end") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case 0x30...0x39: digit = UInt32(byte - 0x30)
+            case 0x41...0x46: digit = UInt32(byte - 0x41 + 10)
+            case 0x61...0x66: digit = UInt32(byte - 0x61 + 10)
+            default: throw fail("an invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = index
+        if bytes[index] == 0x2D { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("a number needs digits") }
+        if bytes[index] == 0x30 {
+            index += 1
+            if index < bytes.count, isDigit(bytes[index]) { throw fail("a number with a leading zero") }
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        var integral = true
+        if index < bytes.count, bytes[index] == 0x2E {
+            integral = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("a fraction needs digits") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == 0x65 || bytes[index] == 0x45 {
+            integral = false
+            index += 1
+            if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("an exponent needs digits") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if integral, let integer = Int64(text) { return .int(integer) }
+        guard let double = Double(text), double.isFinite else { throw fail("a number out of range") }
+        return .double(double)
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+}
