@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "CLinux"),
         .target(name: "HeraldJSON"),
         .target(name: "HeraldStore", dependencies: ["CSQLite"]),
-        .target(name: "HeraldCore"),
+        .target(name: "HeraldCore", dependencies: ["HeraldJSON"]),
         .target(name: "HeraldDomain", dependencies: ["HeraldJSON"]),
         .target(
             name: "HeraldHTTP",
@@ -54,7 +54,7 @@ let package = Package(
         ),
         .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON"]),
         .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldJSON"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore"]),
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),

@@ -15,6 +15,10 @@ public final class Event: Sendable {
     /// The event as observers receive it, encoded once by the hub's encoder and shared by all of them.
     public let frame: [UInt8]
 
+    /// The name of a position marker: it carries only its id (the sequence when a stream started),
+    /// encoded as an SSE block that sets the client's last event id without dispatching an event.
+    public static let position = ""
+
     /// Encodes an event for the wire (id, name, data), once per event.
     public typealias Encoder = @Sendable (_ id: UInt64, _ name: String, _ data: [UInt8]) -> [UInt8]
 

@@ -1,3 +1,4 @@
+import HeraldJSON
 import Synchronization
 
 /// The observer core: subjects with a current value, one ordered event log with a global sequence,
@@ -97,6 +98,9 @@ public final class Hub: Sendable {
     /// The number of live observers.
     public var observerCount: Int { state.withLock { $0.observerCount } }
 
+    /// Subjects the hub holds, shown or not (for tests of what it frees).
+    var heldSubjectCount: Int { state.withLock { $0.subjects.count } }
+
     /// Every subject that has a value or observers.
     public var subjects: [SubjectInfo] {
         state.withLock { state in
@@ -186,7 +190,13 @@ public final class Hub: Sendable {
         let observer = state.withLock { state -> Observer in
             let observer = Observer(id: state.nextObserverId, interests: topics, limit: max(queueLimit, 1), filter: filter)
             state.nextObserverId += 1
-            observer.enqueueInitial(initialEvents(for: observer, resume: resume, in: &state))
+            var initial = initialEvents(for: observer, resume: resume, in: &state)
+            if initial.isEmpty, case .now = resume {
+                // Nothing to send yet: the stream still starts at a position, so a client that reconnects
+                // before the first event sends a Last-Event-ID and misses nothing.
+                initial.append(Event(id: state.sequence, topic: topics.first ?? "", name: Event.position, data: [], encoder: encoder))
+            }
+            observer.enqueueInitial(initial)
             for topic in Set(topics) { state.subjects[topic, default: Subject()].observers[observer.id] = observer }
             state.observerCount += 1
             return observer
@@ -230,7 +240,8 @@ public final class Hub: Sendable {
         for topic in Set(observer.interests) {
             guard var subject = state.subjects[topic], subject.observers.removeValue(forKey: observer.id) != nil else { continue }
             removed = true
-            state.subjects[topic] = subject.value == nil && subject.collection == nil && subject.observers.isEmpty && subject.lastEventId == 0 ? nil : subject
+            // A subject with no value and no observers is forgotten, so names a client makes up cost nothing once it leaves.
+            state.subjects[topic] = subject.value == nil && subject.collection == nil && subject.observers.isEmpty ? nil : subject
         }
         if removed { state.observerCount -= 1 }
     }
@@ -262,7 +273,7 @@ public final class Hub: Sendable {
         var events: [Event] = []
         for topic in topics {
             if resync {
-                let data = Array(#"{"topic":"\#(topic)","lastEventId":"\#(state.sequence)"}"#.utf8)
+                let data = JSONValue.object([("topic", .string(topic)), ("lastEventId", .string(String(state.sequence)))]).bytes
                 events.append(Event(id: state.sequence, topic: topic, name: "resync", data: data, encoder: encoder))
             }
             if let value = state.subjects[topic]?.currentValue() {

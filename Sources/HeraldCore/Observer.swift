@@ -23,6 +23,9 @@ final class Observer: Sendable {
         /// Set when a poll found the queue empty: the next event must call the waker.
         var waiting = false
         var waker: Waker?
+        /// Initial events (snapshots or replay) still at the front of the queue: they do not count
+        /// against the limit, which is for live events.
+        var initial = 0
         /// The newest event queued, so an event reaching it through two interests is queued once.
         var lastQueued: UInt64 = 0
     }
@@ -47,10 +50,11 @@ final class Observer: Sendable {
     func enqueue(_ event: Event) -> Delivery {
         state.withLock { state in
             guard state.end == nil, event.id > state.lastQueued else { return .skipped }
-            if state.queue.count >= state.limit {
+            if state.queue.count - state.initial >= state.limit {
                 // A slow consumer is cut off rather than slowing the publisher or growing without bound.
                 state.end = .overflowed
                 state.queue.removeAll()
+                state.initial = 0
                 state.waiting = false
                 defer { state.waker = nil }  // the waker may hold the consumer: let it go
                 return .overflowed(state.waker)
@@ -70,7 +74,7 @@ final class Observer: Sendable {
                 state.queue.append(event)
                 state.lastQueued = max(state.lastQueued, event.id)
             }
-            state.limit += events.count
+            state.initial += events.count
         }
     }
 
@@ -79,6 +83,7 @@ final class Observer: Sendable {
             guard state.end == nil else { return nil }
             state.end = reason
             state.queue.removeAll()
+            state.initial = 0
             state.waiting = false
             defer { state.waker = nil }
             return state.waker

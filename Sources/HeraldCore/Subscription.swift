@@ -22,9 +22,6 @@ public final class Subscription: Sendable {
 
     deinit { cancel() }
 
-    /// The subjects this subscription observes.
-    public var topics: [String] { observer.interests }
-
     /// Sets the function called, on the publisher's thread and outside every lock, when events
     /// arrive after a poll returned `.idle` (with `false`), or when the subscription ends (with `true`).
     public func setWaker(_ waker: @escaping Waker) {
@@ -42,12 +39,10 @@ public final class Subscription: Sendable {
             var events: [Event] = []
             events.reserveCapacity(min(limit, state.queue.count))
             while events.count < limit, let event = state.queue.removeFirst() { events.append(event) }
+            state.initial = max(0, state.initial - events.count)
             return .events(events)
         }
     }
-
-    /// How many events wait in the queue.
-    public var queued: Int { observer.state.withLock { $0.queue.count } }
 
     /// Stops the subscription and removes it from its subjects. Safe to call more than once.
     public func cancel() {

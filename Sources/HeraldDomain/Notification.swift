@@ -8,9 +8,10 @@ public struct NotificationPost: Sendable, Equatable {
 
     public static func topic(_ name: String) -> String { "notifications/\(name)" }
 
-    /// Whether `name` is 1–100 characters of letters, digits, `.`, `_` and `-`.
+    /// Whether `name` is 1–100 characters of letters, digits, `.`, `_` and `-`, and not `.` or `..`
+    /// (which no client can put in a path).
     public static func isValidName(_ name: String) -> Bool {
-        (1...100).contains(name.utf8.count) && name.utf8.allSatisfy { c in
+        name != "." && name != ".." && (1...100).contains(name.utf8.count) && name.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
         }
     }

@@ -1,12 +1,14 @@
-import HeraldCore
+@testable import HeraldCore
+import HeraldJSON
 import Testing
 
 @Suite struct HubTests {
     func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     func text(_ event: Event) -> String { String(decoding: event.data, as: UTF8.self) }
 
+    /// The events a subscription has queued, without the position marker a stream starts with.
     func drain(_ subscription: Subscription) -> [Event] {
-        if case .events(let events) = subscription.poll() { return events }
+        if case .events(let events) = subscription.poll() { return events.filter { $0.name != Event.position } }
         return []
     }
 
@@ -133,3 +135,51 @@ final class Counter: Sendable {
 }
 
 import Synchronization
+
+@Suite struct HubLifecycleTests {
+    func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    @Test func aStreamWithNothingToSendStartsAtAPosition() {
+        let hub = Hub()
+        hub.publish(topic: "notifications/a", name: "notification", data: bytes("x"))
+        let subscription = hub.subscribe(to: ["notifications/door"], resume: .now(snapshot: true))
+        guard case .events(let events) = subscription.poll() else { Issue.record("no position"); return }
+        #expect(events.map(\.name) == [Event.position])
+        #expect(events.first?.id == 1, "the position is the sequence when the stream began")
+        let replaying = hub.subscribe(to: ["notifications/door"], resume: .after(1))
+        guard case .idle = replaying.poll() else { Issue.record("a replay with nothing missed needs no position"); return }
+    }
+
+    @Test func subjectsWithNoValueAndNoObserversAreFreed() {
+        let hub = Hub()
+        let before = hub.heldSubjectCount
+        for index in 0..<1000 {
+            let subscription = hub.subscribe(to: ["notifications/n\(index)"], resume: .now(snapshot: false))
+            hub.publish(topic: "notifications/n\(index)", name: "notification", data: bytes("x"))
+            subscription.cancel()
+        }
+        #expect(hub.heldSubjectCount == before)
+    }
+
+    @Test func theQueueLimitIsForLiveEventsOnlyAndStaysSo() {
+        let hub = Hub()
+        for index in 1...50 { hub.publish(topic: "units", name: "unit", data: bytes("\(index)")) }
+        let subscription = hub.subscribe(to: ["units"], resume: .after(0), queueLimit: 4)
+        // The 50-event replay does not count, and four live events fit behind it.
+        for index in 51...54 { hub.publish(topic: "units", name: "unit", data: bytes("\(index)")) }
+        guard case .events(let first) = subscription.poll() else { Issue.record("ended early"); return }
+        #expect(first.count == 54)
+        // Once the replay is taken the limit is 4 again, not 54.
+        for index in 55...59 { hub.publish(topic: "units", name: "unit", data: bytes("\(index)")) }
+        guard case .ended(.overflowed) = subscription.poll() else { Issue.record("a fifth live event must overflow"); return }
+    }
+
+    @Test func resyncIsJSONWhateverTheTopic() throws {
+        let hub = Hub()
+        let subscription = hub.subscribe(to: [#"notifications/a"b\c"#], resume: .unknown)
+        guard case .events(let events) = subscription.poll(), let resync = events.first(where: { $0.name == "resync" }) else {
+            Issue.record("no resync"); return
+        }
+        #expect(try JSONValue.parse(resync.data)["topic"] == .string(#"notifications/a"b\c"#))
+    }
+}

@@ -54,3 +54,12 @@ import Testing
         #expect(response.status == 409)
     }
 }
+
+@Suite struct SSEPositionTests {
+    @Test func aPositionSetsTheLastEventIdAndDispatchesNothing() {
+        var parser = SSEParser()
+        let events = parser.feed(SSEEncoder.position(id: "42") + SSEEncoder.encode(SSEMessage(id: nil, event: "x", data: Array("d".utf8))))
+        #expect(events.map(\.event) == ["x"])
+        #expect(parser.lastEventId == "42")
+    }
+}

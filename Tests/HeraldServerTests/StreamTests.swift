@@ -101,7 +101,16 @@ import Testing
         let unknown = try client.get("/events?topic=auctions/999")
         #expect(unknown.status == 404)
         #expect(unknown.header("Content-Type") == "application/problem+json")
-        #expect(try client.get("/events?topic=bogus").status == 404)
+        #expect(try client.get("/events?topic=bogus").status == 400)
+        for malformed in ["currency/", "/currency", "units/", "notifications/..", "auctions/", "", "units/a/b"] {
+            let answer = try client.get("/events?topic=\(malformed)")
+            #expect(answer.status == 400, "topic=\(malformed)")
+        }
+        // Named twice, observed once: one snapshot.
+        let twice = try server.stream("/events?topic=currency&topic=currency")
+        #expect(try twice.next().event == "snapshot")
+        _ = try server.client().put("/currency", #"{"default":"euro"}"#)
+        #expect(try twice.next().event == "currency", "no second snapshot before the live event")
     }
 
     @Test func unknownSubjectsAre404ProblemsNotStreams() throws {

@@ -23,6 +23,8 @@ public struct SSEParser {
     private var hasData = false
     public private(set) var comments: [String] = []
     public private(set) var retry: Int?
+    /// What a browser would send as `Last-Event-ID` on reconnecting now.
+    public private(set) var lastEventId: String?
 
     public init() {}
 
@@ -37,6 +39,8 @@ public struct SSEParser {
             let text = String(decoding: line, as: UTF8.self)
             line.removeAll(keepingCapacity: true)
             if text.isEmpty {
+                // WHATWG: the last event id is set at every blank line, even one that dispatches nothing.
+                if let id = current.id { lastEventId = id }
                 if hasData || current.event != nil { events.append(current) }
                 current = SSEEvent(id: nil, event: nil, data: "")
                 hasData = false

@@ -8,6 +8,12 @@ public enum SSEEncoder {
     /// A comment line that keeps an idle connection (and proxies) alive.
     public static let heartbeat: [UInt8] = Array(": heartbeat\n\n".utf8)
 
+    /// `id: N` and a blank line: the client's last event id becomes N, and no event is dispatched
+    /// (WHATWG HTML, "dispatch the event": the id is set before the empty data buffer returns).
+    public static func position(id: String) -> [UInt8] {
+        Array("id: \(id)\n\n".utf8)
+    }
+
     /// Appends one message: `id:`, `event:`, then one `data:` line per line of data.
     public static func append(_ message: SSEMessage, to out: inout [UInt8]) {
         if let id = message.id {

@@ -30,7 +30,9 @@ public final class Herald: Sendable {
         self.logger = logger
         self.clock = clock
         let hub = Hub(historyLimit: configuration.history) { id, name, data in
-            SSEEncoder.encode(SSEMessage(id: String(id), event: name, data: data))
+            name == Event.position
+                ? SSEEncoder.position(id: String(id))
+                : SSEEncoder.encode(SSEMessage(id: String(id), event: name, data: data))
         }
         let stored: StoredState
         if let directory = configuration.dataDirectory {
@@ -115,16 +117,18 @@ public final class Herald: Sendable {
 
     private static func router(hub: Hub, journal: Journal, auctions: AuctionHouse, currency: CurrencySetting, trips: TripBoard,
                                units: UnitStore, queueLimit: Int, startedAt: ContinuousClock.Instant) -> Router {
-        let events = EventRoutes(hub: hub, queueLimit: queueLimit) { topic in
-            let parts = topic.split(separator: "/", maxSplits: 1).map(String.init)
+        let events = EventRoutes(hub: hub, queueLimit: queueLimit) { topic -> EventRoutes.TopicStatus in
+            let parts = topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            let known: Bool
             switch (parts.first, parts.count) {
-            case ("currency", 1), ("units", 1): return true
-            case ("auctions", 2): return auctions.exists(parts[1])
-            case ("trips", 2): return trips.exists(parts[1])
-            case ("units", 2): return units.exists(parts[1])
-            case ("notifications", 2): return NotificationPost.isValidName(parts[1])
-            default: return false
+            case ("currency", 1), ("units", 1): return .exists
+            case ("auctions", 2) where !parts[1].isEmpty: known = auctions.exists(parts[1])
+            case ("trips", 2) where !parts[1].isEmpty: known = trips.exists(parts[1])
+            case ("units", 2) where Unit.isValidId(parts[1]): known = units.exists(parts[1])
+            case ("notifications", 2) where NotificationPost.isValidName(parts[1]): return .exists
+            default: return .malformed
             }
+            return known ? .exists : .unknown
         }
         var routes = Routes()
         routes.addAuctions(auctions, events: events)

@@ -28,6 +28,9 @@ final class Journal: ChangeSink {
 
     func publish(_ change: Change) throws(DomainError) { _ = try post(change) }
 
+    /// The time by the clock that stamps stored events.
+    var now: Date { clock.now }
+
     /// Stores and publishes `change`; returns its event's id (nil for a change without event).
     @discardableResult
     func post(_ change: Change) throws(DomainError) -> UInt64? {
@@ -43,7 +46,7 @@ final class Journal: ChangeSink {
                     try store.commit(event: event, records: records)
                 } catch {
                     logger.error("store commit failed", metadata: ["store.error": "\(error)", "subject.topic": "\(change.topic)"])
-                    throw DomainError(.unavailable, "the change could not be stored, so it was not made: \(error)")
+                    throw DomainError(.unavailable, "the change could not be stored, so it was not made; try again")
                 }
             }
             let updates = Self.updates(change.values, change.members)

@@ -7,15 +7,29 @@ import HeraldJSON
 struct EventRoutes: Sendable {
     let hub: Hub
     let queueLimit: Int
-    /// Whether a topic names a subject that exists (unknown auctions, trips and units are 404).
-    let exists: @Sendable (String) -> Bool
+    /// Whether a topic names a subject that exists (unknown auctions, trips and units are 404), or
+    /// could never name one (400).
+    let check: @Sendable (String) -> TopicStatus
+
+    enum TopicStatus {
+        case exists
+        case unknown
+        /// Not the form of any subject's topic (`currency/`, `/currency`, `units/`): no event could ever come.
+        case malformed
+    }
 
     /// Most subjects one connection may observe.
     static let maxTopics = 64
 
     func stream(_ request: Request, topics: [String]) throws -> Response {
-        for topic in topics where !exists(topic) {
-            throw Problem(status: 404, detail: "no subject '\(topic)'")
+        for topic in topics {
+            switch check(topic) {
+            case .exists: continue
+            case .unknown: throw Problem(status: 404, detail: "no subject '\(RequestGuard.printable(topic))'")
+            case .malformed:
+                throw Problem(status: 400, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, units, "
+                              + "auctions/{id}, trips/{id}, units/{id} and notifications/{name}")
+            }
         }
         let subscription = hub.subscribe(to: topics, resume: try resumePoint(request), queueLimit: queueLimit,
                                          filter: try filter(request))
@@ -24,7 +38,9 @@ struct EventRoutes: Sendable {
 
     /// `GET /events?topic=…&topic=…`.
     func streamMany(_ request: Request) throws -> Response {
-        let topics = request.queryValues("topic")
+        // A topic named twice is observed once.
+        var seen = Set<String>()
+        let topics = request.queryValues("topic").filter { seen.insert($0).inserted }
         guard !topics.isEmpty else { throw Problem(status: 400, detail: "name at least one subject: /events?topic=currency&topic=auctions/1") }
         guard topics.count <= Self.maxTopics else { throw Problem(status: 400, detail: "at most \(Self.maxTopics) topics per stream") }
         return try stream(request, topics: topics)
