@@ -46,7 +46,9 @@ public final class SQLiteStore: Sendable {
     private static func prepare(_ connection: Connection, synchronous: Synchronous, path: String) throws(StoreError) {
         let version: Int
         do {
-            try connection.execute("PRAGMA busy_timeout = 5000")
+            // Short: a commit runs on the thread that serves every request, so a lock held by another
+            // process must cost a quick 503, not seconds of every client's time.
+            try connection.execute("PRAGMA busy_timeout = 200")
             version = Int(try connection.text("PRAGMA user_version") ?? "0") ?? 0
         } catch {
             throw StoreError("\(path) is not a Herald database (\(error.description))")

@@ -11,7 +11,7 @@ struct HeraldCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "A real-time state server: change state over JSON HTTP, watch it change over Server-Sent Events.",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CORS_ORIGIN, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1.")
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -44,8 +44,11 @@ struct HeraldCommand: ParsableCommand {
     @Option(help: "Bytes of libmicrohttpd memory per connection: headers and buffers (env HERALD_CONNECTION_MEMORY).")
     var connectionMemory: Int = Environment.int("HERALD_CONNECTION_MEMORY") ?? 8192
 
-    @Option(help: "Access-Control-Allow-Origin for browsers (env HERALD_CORS_ORIGIN).")
+    @Option(help: "Origins browsers may call from: * or a comma-separated list such as https://a.example,http://localhost:3000; a listed origin may send credentials (env HERALD_CORS_ORIGIN).")
     var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"
+
+    @Option(help: "Host names requests may carry in Host, comma-separated (name or name:port), or *; others get 421. Default: 127.0.0.1, localhost and [::1] when listening on loopback, else any (env HERALD_ALLOWED_HOSTS).")
+    var allowedHosts: String? = Environment.string("HERALD_ALLOWED_HOSTS")
 
     @Option(help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
     var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
@@ -53,13 +56,24 @@ struct HeraldCommand: ParsableCommand {
     @Flag(help: "Start empty, without the example auction, trip and unit (env HERALD_NO_EXAMPLES=1).")
     var noExamples: Bool = Environment.flag("HERALD_NO_EXAMPLES")
 
+    /// Every range is one the server can run with: a heartbeat in milliseconds fits an Int32, a queue
+    /// or a pool fits in memory.
     func validate() throws {
+        if let bad = Environment.numbers.first(where: { Environment.string($0) != nil && Environment.int($0) == nil }) {
+            throw ValidationError("\(bad) must be a whole number, not '\(Environment.string(bad) ?? "")'")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        guard heartbeatSeconds >= 0 else { throw ValidationError("--heartbeat-seconds must be 0 or more") }
-        guard connectionMemory >= 4096 else { throw ValidationError("--connection-memory must be at least 4096") }
-        guard observerQueue >= 1 else { throw ValidationError("--observer-queue must be at least 1") }
-        guard history >= 1 else { throw ValidationError("--history-events must be at least 1") }
-        guard historyDays >= 0 else { throw ValidationError("--history-days must be 0 or more") }
+        guard (0...86_400).contains(heartbeatSeconds) else { throw ValidationError("--heartbeat-seconds must be 0 to 86400") }
+        guard (4096...1_048_576).contains(connectionMemory) else { throw ValidationError("--connection-memory must be 4096 to 1048576") }
+        guard (1...1_000_000).contains(observerQueue) else { throw ValidationError("--observer-queue must be 1 to 1000000") }
+        guard (1...10_000_000).contains(history) else { throw ValidationError("--history-events must be 1 to 10000000") }
+        guard (0...36_500).contains(historyDays) else { throw ValidationError("--history-days must be 0 to 36500") }
+        guard Self.isOriginList(corsOrigin) else {
+            throw ValidationError("--cors-origin must be * or a comma-separated list of origins such as https://a.example")
+        }
+        if let allowedHosts, allowedHosts != "*", Self.hostList(allowedHosts) == nil {
+            throw ValidationError("--allowed-hosts must be * or a comma-separated list of host names (name or name:port)")
+        }
         guard Synchronous(rawValue: sync) != nil else { throw ValidationError("--sync must be normal or full") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
     }
@@ -85,6 +99,7 @@ struct HeraldCommand: ParsableCommand {
         configuration.synchronous = Synchronous(rawValue: sync) ?? .normal
         configuration.observerQueueLimit = observerQueue
         configuration.corsOrigin = corsOrigin
+        configuration.http.allowedHosts = allowedHosts == "*" ? nil : allowedHosts.flatMap(Self.hostList) ?? Self.loopbackHosts(host)
         configuration.examples = !noExamples
 
         let herald: Herald
@@ -99,6 +114,33 @@ struct HeraldCommand: ParsableCommand {
         waitForTermination()
         logger.info("stopping")
         herald.stop()
+    }
+
+    /// `*`, or origins: a scheme, `://`, and a host with an optional port, printable and without spaces.
+    static func isOriginList(_ text: String) -> Bool {
+        if text == "*" { return true }
+        let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        return !origins.isEmpty && origins.allSatisfy { origin in
+            (origin.hasPrefix("http://") || origin.hasPrefix("https://")) && origin.count <= 200
+                && origin.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && $0 != "," }
+        }
+    }
+
+    /// Host names or `name:port`, as `RequestGuard` compares them; nil when one is not a host.
+    static func hostList(_ text: String) -> [String]? {
+        let hosts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard !hosts.isEmpty, hosts.allSatisfy({ !$0.isEmpty && $0.count <= 255 && $0.unicodeScalars.allSatisfy {
+            CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-._:[]".unicodeScalars.contains($0)
+        } }) else { return nil }
+        return hosts
+    }
+
+    /// On loopback, only names that lead here: a page on another site whose name an attacker points at
+    /// 127.0.0.1 (DNS rebinding) is refused. Elsewhere, any host.
+    static func loopbackHosts(_ listen: String) -> [String]? {
+        let loopback = listen == "localhost" || listen.hasPrefix("127.") || listen == "::1" || listen == "[::1]"
+        guard loopback else { return nil }
+        return Array(Set(["127.0.0.1", "localhost", "[::1]", listen.lowercased()]))
     }
 
     /// Blocks until SIGTERM or SIGINT.
@@ -134,6 +176,10 @@ enum Environment {
     }
 
     static func int(_ name: String) -> Int? { string(name).flatMap { Int($0) } }
+
+    /// The variables that must be numbers when set.
+    static let numbers = ["HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_HISTORY_EVENTS", "HERALD_HISTORY",
+                          "HERALD_HISTORY_DAYS", "HERALD_OBSERVER_QUEUE", "HERALD_CONNECTION_MEMORY"]
 
     static func flag(_ name: String) -> Bool {
         guard let value = string(name)?.lowercased() else { return false }

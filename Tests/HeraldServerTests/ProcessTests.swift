@@ -64,14 +64,33 @@ import Testing
         #expect(throws: (any Error).self) { try HTTPClient(port: herald.port).get("/health") }
     }
 
-    @Test func badOptionsAreRefusedWithANonZeroExit() throws {
+    /// Runs herald with `arguments` and `environment` added; returns its exit status (it must stop by itself).
+    func exitStatus(_ arguments: [String], environment: [String: String] = [:]) throws -> Int32 {
         let process = Process()
         process.executableURL = heraldExecutable()
-        process.arguments = ["--port", "70000"]
+        process.arguments = ["--in-memory", "--port", "0"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardError = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { process.terminate(); process.waitUntilExit(); return -1 }
+        return process.terminationStatus
+    }
+
+    @Test func optionsOutOfRangeAreAUsageError() throws {
+        let refused: [[String]] = [
+            ["--port", "70000"], ["--heartbeat-seconds", "2147484"], ["--heartbeat-seconds", "-1"],
+            ["--observer-queue", "9223372036854775807"], ["--observer-queue", "0"], ["--connection-memory", "999999999999"],
+            ["--history-events", "0"], ["--history-days", "99999999"], ["--cors-origin", "https://a.example\r\nX-Evil: 1"],
+            ["--cors-origin", "not an origin"], ["--allowed-hosts", "a b"],
+        ]
+        for arguments in refused {
+            #expect(try exitStatus(arguments) == 64, "\(arguments)")
+        }
+        for name in ["HERALD_OBSERVER_QUEUE", "HERALD_PORT", "HERALD_HEARTBEAT_SECONDS"] {
+            #expect(try exitStatus([], environment: [name: "lots"]) == 64, "\(name)=lots")
+        }
     }
 }
