@@ -26,7 +26,7 @@ let package = Package(
         ),
         .target(name: "CLinux"),
         .target(name: "HeraldJSON"),
-        .target(name: "HeraldStore", dependencies: ["CSQLite"]),
+        .target(name: "HeraldStore", dependencies: ["CSQLite", "HeraldJSON"]),
         .target(name: "HeraldCore", dependencies: ["HeraldJSON"]),
         .target(name: "HeraldDomain", dependencies: ["HeraldJSON"]),
         .target(

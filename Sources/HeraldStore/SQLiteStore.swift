@@ -1,4 +1,5 @@
 import CSQLite
+import HeraldJSON
 import Foundation
 import Synchronization
 
@@ -83,7 +84,7 @@ public final class SQLiteStore: Sendable {
             let events = try connection.statement("SELECT id, topic, name, data, tags, at FROM events ORDER BY id DESC LIMIT ?")
             events.bind(1, Int64(max(eventLimit, 0)))
             while try events.step() {
-                let tags = events.text(4).map { $0.isEmpty ? [] : $0.split(separator: "\n").map(String.init) } ?? []
+                let tags = events.text(4).map(Self.tags(from:)) ?? []
                 state.events.append(StoredEvent(id: UInt64(events.int(0)), topic: events.text(1) ?? "", name: events.text(2) ?? "",
                                                 data: events.blob(3), tags: tags, at: Date(timeIntervalSince1970: events.double(5))))
             }
@@ -102,7 +103,7 @@ public final class SQLiteStore: Sendable {
                     insert.bind(2, event.topic)
                     insert.bind(3, event.name)
                     insert.bind(4, event.data)
-                    insert.bind(5, event.tags.joined(separator: "\n"))
+                    insert.bind(5, JSONValue.array(event.tags.map { .string($0) }).serialized)
                     insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
                     let sequence = try connection.statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
@@ -149,6 +150,17 @@ public final class SQLiteStore: Sendable {
     public func eventCount() throws(StoreError) -> Int {
         try connection.withLock { connection throws(StoreError) in Int(try connection.text("SELECT count(*) FROM events") ?? "0") ?? 0 }
     }
+
+    /// A stored event's tags: a JSON array of strings, so any tag (one with a newline too) reads back as
+    /// it was; rows written before that joined them with newlines.
+    static func tags(from text: String) -> [String] {
+        if text.isEmpty { return [] }
+        if text.hasPrefix("["), case .array(let items)? = try? JSONValue.parse(Array(text.utf8)) {
+            let strings = items.compactMap(\.stringValue)
+            if strings.count == items.count { return strings }
+        }
+        return text.split(separator: "\n").map(String.init)
+    }
 }
 
 /// The schema, one step per version; a step never changes once released.
@@ -174,4 +186,5 @@ enum Migrations {
         ) WITHOUT ROWID;
         """,
     ]
+
 }

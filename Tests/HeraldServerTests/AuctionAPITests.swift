@@ -32,6 +32,18 @@ import Testing
         #expect(bids?.map { $0["amount"] as? Int } == [100])
     }
 
+    @Test func aBidsLocationIsServed() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let id = try server.auction()
+        let placed = try client.post("/auctions/\(id)/bids", #"{"bidder":"zoe","amount":5000}"#)
+        let location = try #require(placed.header("Location"))
+        let served = try client.get(location)
+        #expect(served.status == 200, "the bid's Location exists")
+        #expect(served.json["bidder"] as? String == "zoe")
+        #expect(try client.get("/auctions/\(id)/bids/999").status == 404)
+    }
+
     @Test func aClosedAuctionRefusesBids() throws {
         let clock = ManualClock()
         let server = try TestHerald(clock: clock)

@@ -142,7 +142,8 @@ import Testing
         let server = try TestHerald()
         let client = server.client()
         let web = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Web")
-        for (path, file, type) in [("/", "index.html", "text/html"), ("/app.js", "app.js", "text/javascript"), ("/app.css", "app.css", "text/css")] {
+        for (path, file, type) in [("/", "index.html", "text/html"), ("/app.js", "app.js", "text/javascript"), ("/app.css", "app.css", "text/css"),
+                                   ("/favicon.svg", "favicon.svg", "image/svg+xml"), ("/favicon.ico", "favicon.svg", "image/svg+xml")] {
             let response = try client.get(path)
             #expect(response.status == 200)
             #expect(response.header("Content-Type")?.hasPrefix(type) == true, "\(path)")
@@ -153,6 +154,10 @@ import Testing
             let again = try client.get(path, headers: [("If-None-Match", etag)])
             #expect(again.status == 304)
             #expect(again.body.isEmpty)
+            #expect(again.header("Content-Length") == response.header("Content-Length"), "a 304 never says Content-Length: 0")
+            for weak in ["W/\(etag)", "*", "\"other\", W/\(etag)"] {
+                #expect(try client.get(path, headers: [("If-None-Match", weak)]).status == 304, "If-None-Match: \(weak)")
+            }
         }
         #expect(try client.get("/", headers: [("If-None-Match", "\"stale\"")]).status == 200)
     }
@@ -168,6 +173,23 @@ import Testing
         #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true)
         #expect(preflight.header("Access-Control-Allow-Headers") == "content-type")
         #expect(try client.request("OPTIONS", "/nowhere").status == 404)
+        let huge = String(repeating: "x-custom-header, ", count: 400)
+        let bounded = try client.request("OPTIONS", "/auctions/1/bids", headers: [("Access-Control-Request-Headers", huge)])
+        #expect(bounded.status == 204)
+        #expect(bounded.header("Access-Control-Allow-Headers")?.count ?? .max < 200, "a huge list is not echoed")
+        #expect(try client.get("/health").header("Access-Control-Expose-Headers")?.contains("Location") == true)
+    }
+
+    @Test func listedOriginsMaySendCredentials() throws {
+        let server = try TestHerald(corsOrigin: "https://a.example, http://localhost:3000")
+        let client = server.client()
+        let allowed = try client.get("/health", headers: [("Origin", "http://localhost:3000")])
+        #expect(allowed.header("Access-Control-Allow-Origin") == "http://localhost:3000")
+        #expect(allowed.header("Access-Control-Allow-Credentials") == "true")
+        #expect(allowed.header("Vary") == "Origin")
+        let other = try client.get("/health", headers: [("Origin", "https://evil.example")])
+        #expect(other.header("Access-Control-Allow-Origin") == nil)
+        #expect(other.header("Access-Control-Allow-Credentials") == nil)
     }
 
     @Test func garbageOnTheSocketIsRefusedAndTheServerCarriesOn() throws {

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldStore
+@testable import HeraldStore
 import Testing
 
 @Suite struct SQLiteStoreTests {
@@ -11,6 +11,19 @@ import Testing
 
     func event(_ id: UInt64, at: Date = Date(timeIntervalSince1970: 1_000_000), topic: String = "units/a") -> StoredEvent {
         StoredEvent(id: id, topic: topic, name: "unit", data: Array(#"{"topic":"\#(topic)","n":\#(id)}"#.utf8), tags: ["delay", "delayed"], at: at)
+    }
+
+    @Test func tagsRoundTripWhateverTheyHold() throws {
+        let dir = directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let tags = ["object:a\nb", "object:[x", "", "object:\"q\""]
+        do {
+            let store = try SQLiteStore(directory: dir)
+            try store.commit(event: StoredEvent(id: 1, topic: "notifications/n", name: "notification", data: Array("{}".utf8), tags: tags,
+                                                at: Date(timeIntervalSince1970: 1_000_000)), records: [])
+        }
+        #expect(try SQLiteStore(directory: dir).load(eventLimit: 10).events.first?.tags == tags)
+        #expect(SQLiteStore.tags(from: "delay\ndelayed") == ["delay", "delayed"], "rows from before read as they were written")
     }
 
     @Test func aNewDirectoryGetsTheCurrentSchemaAndAnEmptyState() throws {

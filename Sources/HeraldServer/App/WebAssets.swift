@@ -7,6 +7,7 @@ enum WebAssets {
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Herald</title>
+  <link rel="icon" href="/favicon.svg" type="image/svg+xml">
   <link rel="stylesheet" href="/app.css">
   <script src="/app.js" defer></script>
 </head>
@@ -460,6 +461,10 @@ summary { cursor: pointer; color: var(--accent); }
 #unit-list button { margin: 0; padding: 0.25rem 0.6rem; background: #6b7280; }
 #notification-log { padding-left: 1.25rem; max-height: 14rem; overflow: auto; font-size: 0.9rem; }
 #notification-log code { word-break: break-all; }
+
+"""##
+    static let faviconSVG = ##"""
+<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1f4e79"/><path d="M9 23V9h3v5.5h8V9h3v14h-3v-5.5h-8V23z" fill="#fff"/></svg>
 
 """##
 }

@@ -14,6 +14,13 @@ extension Routes {
         add("GET", "/auctions/{id}/bids") { request in
             .json(["bids": .array(try auctions.bids(request.parameter("id")))])
         }
+        add("GET", "/auctions/{id}/bids/{bid}") { request in
+            let id = request.parameter("id"), bidId = request.parameter("bid")
+            guard let bid = try auctions.bids(id).first(where: { $0["id"]?.stringValue == bidId }) else {
+                throw DomainError.notFound("bid", bidId)
+            }
+            return .json(bid)
+        }
         add("POST", "/auctions/{id}/bids") { request in
             let id = request.parameter("id")
             guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
