@@ -29,12 +29,15 @@ public struct DomainError: Error, Sendable, Equatable {
     public var fields: [FieldError] = []
     /// Extra members for the problem document, such as the current price of a refused bid.
     public var extra: [(String, JSONValue)] = []
+    /// What went wrong underneath (the store's error), for the log only: never sent to a client.
+    public var cause: String?
 
-    public init(_ kind: Kind, _ message: String, fields: [FieldError] = [], extra: [(String, JSONValue)] = []) {
+    public init(_ kind: Kind, _ message: String, fields: [FieldError] = [], extra: [(String, JSONValue)] = [], cause: String? = nil) {
         self.kind = kind
         self.message = message
         self.fields = fields
         self.extra = extra
+        self.cause = cause
     }
 
     public static func == (lhs: DomainError, rhs: DomainError) -> Bool {

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import HeraldTestSupport
 import Synchronization
@@ -200,5 +201,30 @@ func temporaryDataDirectory() -> String {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         #expect { try TestHerald(dataDirectory: directory) } throws: { "\($0)".contains("the stored unit 'scout' is not JSON") }
+    }
+}
+
+/// Another process holding SQLite's write lock.
+@Suite struct LockedStoreTests {
+    @Test func aLockedStoreIsAQuick503ThatNamesTheRequestNotTheDatabase() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try TestHerald(dataDirectory: directory)
+        defer { server.herald.stop() }
+        var other: OpaquePointer?
+        #expect(sqlite3_open(directory + "/herald.sqlite3", &other) == SQLITE_OK)
+        defer { sqlite3_close(other) }
+        #expect(sqlite3_exec(other, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+        let start = Date()
+        let refused = try server.client().put("/units/a", #"{"name":"A","status":"healthy"}"#)
+        #expect(Date().timeIntervalSince(start) < 1.5, "the lock costs a short wait, not seconds")
+        #expect(refused.status == 503)
+        #expect(refused.header("Retry-After") != nil)
+        let detail = refused.json["detail"] as? String ?? ""
+        #expect(!detail.contains("lock") && !detail.contains("SQLite") && !detail.contains("database"), "\(detail)")
+        #expect((refused.json["requestId"] as? String)?.isEmpty == false)
+        _ = sqlite3_exec(other, "ROLLBACK", nil, nil, nil)
+        #expect(try server.client().put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201)
+        #expect(try server.client().get("/units/a").status == 200)
     }
 }

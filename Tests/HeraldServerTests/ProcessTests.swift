@@ -51,6 +51,31 @@ import Testing
         #expect(eventually(timeout: 5) { (try? client.get("/health").json["observers"] as? Int) == 0 }, "counts back to zero")
     }
 
+    @Test func sigtermWithAThousandStreamsAndRequestsInFlightEndsEveryStreamCleanly() throws {
+        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        let client = HTTPClient(port: herald.port)
+        let id = try #require(try client.post("/auctions", #"{"item":"load","countdownSeconds":3600}"#).json["id"] as? String)
+        let fleet = try SSEFleet(port: herald.port, path: "/auctions/\(id)/events", count: 1000)
+        defer { fleet.close() }
+        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 1 } }, "every observer got its snapshot")
+        // 50 requests on their own connections, in flight while the signal arrives.
+        let port = herald.port
+        let group = DispatchGroup()
+        for amount in 1...50 {
+            DispatchQueue.global().async(group: group) {
+                _ = try? HTTPClient(port: port).post("/auctions/\(id)/bids", #"{"bidder":"b","amount":\#(amount)}"#)
+            }
+        }
+        let start = Date()
+        herald.process.terminate()
+        #expect(fleet.pump(timeout: 10) { $0.closedCount == $0.count }, "every stream ended")
+        #expect(fleet.cleanEndCount == 1000, "ended with the last chunk, not cut off: \(fleet.cleanEndCount)")
+        group.wait()
+        herald.process.waitUntilExit()
+        #expect(herald.process.terminationStatus == 0)
+        #expect(Date().timeIntervalSince(start) < 10)
+    }
+
     @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
         let herald = try HeraldProcess()
         let stream = try SSEClient(port: herald.port, path: "/currency/events")

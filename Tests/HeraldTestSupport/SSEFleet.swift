@@ -33,6 +33,8 @@ public final class SSEFleet {
     public var events: [[SSEEvent]] { clients.map(\.events) }
     public var statuses: [Int?] { clients.map(\.status) }
     public var closedCount: Int { clients.count { $0.closed } }
+    /// Clients whose response ended as HTTP says it should (the chunked body's last chunk).
+    public var cleanEndCount: Int { clients.count { $0.http.complete } }
 
     /// Reads from every client until `done` holds or `timeout` passes. Returns whether `done` held.
     @discardableResult

@@ -109,6 +109,12 @@ extension HTTPServer {
                        chunked: Bool = false) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
+        case .eventStream(let feed) where draining.load(ordering: .sequentiallyConsistent):
+            feed.close()
+            var refusal = Problem(status: 503, detail: "the server is shutting down; reconnect to another or later",
+                                  headers: [("Retry-After", "1"), ("Connection", "close")]).response
+            refusal.headers += response.headers.filter { $0.name.hasPrefix("Access-Control") }
+            return queue(refusal, on: connection, method: method)
         case .eventStream(let feed) where method == "HEAD":
             // The head a GET would get, and no stream: nothing is subscribed, nothing is written.
             feed.close()

@@ -20,6 +20,8 @@ public final class HTTPServer: Sendable {
     let requestIDs = RequestIDs()
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
+    /// Set when stopping begins: new streams are refused, so every stream can be ended before the daemon stops.
+    let draining = Atomic<Bool>(false)
 
     /// - Parameter handler: answers every request; runs on the server's thread and must not block.
     public init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping @Sendable (Request) -> Response) {
@@ -66,14 +68,28 @@ public final class HTTPServer: Sendable {
         logger.debug("http server started", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
     }
 
-    /// Stops: ends every stream cleanly, waits up to `grace` for them to finish, then closes the rest.
+    /// Stops: refuses new streams and connections, ends every stream cleanly (the chunked body's last
+    /// chunk), waits up to `grace` for them to finish, then cuts off the ones whose clients do not read.
+    /// libmicrohttpd is stopped only when no stream is left suspended (microhttpd.h: stopping with
+    /// suspended connections is an API violation).
     public func stop(grace: Duration = .seconds(5)) {
         guard let raw = daemon.withLock({ $0 })?.raw else { return }
+        draining.store(true, ordering: .sequentiallyConsistent)
         let listener = MHD_quiesce_daemon(raw)
         if listener >= 0 { close(listener) }
-        for stream in streams.all { stream.close(.graceful) }
-        let deadline = ContinuousClock.now + grace
-        while streams.count > 0, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + grace
+        // Again on every pass: a stream whose response was being made when draining began joins late.
+        while streams.count > 0, clock.now < deadline {
+            for stream in streams.all { stream.close(.graceful) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let cutOff = clock.now + .seconds(2)
+        while streams.count > 0, clock.now < cutOff {
+            for stream in streams.all { stream.close(.abort) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        if streams.count > 0 { logger.error("streams still open when the server stopped", metadata: ["http.streams": "\(streams.count)"]) }
         streams.stop()
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(raw)

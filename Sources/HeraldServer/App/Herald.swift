@@ -70,7 +70,7 @@ public final class Herald: Sendable {
         try auctions.restore(records[Auction.recordKind] ?? [])
 
         let router = Self.router(hub: hub, journal: journal, auctions: auctions, currency: currency, trips: trips, units: units,
-                                 queueLimit: configuration.observerQueueLimit, startedAt: startedAt)
+                                 queueLimit: configuration.observerQueueLimit, startedAt: startedAt, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, router: router)
         server = HTTPServer(configuration: configuration.http, logger: logger) { request in cors.respond(to: request) }
         if configuration.examples, stored.records.isEmpty, stored.lastSequence == 0 { try createExamples() }
@@ -116,7 +116,7 @@ public final class Herald: Sendable {
     }
 
     private static func router(hub: Hub, journal: Journal, auctions: AuctionHouse, currency: CurrencySetting, trips: TripBoard,
-                               units: UnitStore, queueLimit: Int, startedAt: ContinuousClock.Instant) -> Router {
+                               units: UnitStore, queueLimit: Int, startedAt: ContinuousClock.Instant, logger: Logger) -> Router {
         let events = EventRoutes(hub: hub, queueLimit: queueLimit) { topic -> EventRoutes.TopicStatus in
             let parts = topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             let known: Bool
@@ -130,7 +130,7 @@ public final class Herald: Sendable {
             }
             return known ? .exists : .unknown
         }
-        var routes = Routes()
+        var routes = Routes(logger: logger)
         routes.addAuctions(auctions, events: events)
         routes.addCurrency(currency, events: events)
         routes.addTrips(trips, events: events)

@@ -45,8 +45,9 @@ final class Journal: ChangeSink {
                 do {
                     try store.commit(event: event, records: records)
                 } catch {
-                    logger.error("store commit failed", metadata: ["store.error": "\(error)", "subject.topic": "\(change.topic)"])
-                    throw DomainError(.unavailable, "the change could not be stored, so it was not made; try again")
+                    // Logged once, where the request's id is known (Routes).
+                    throw DomainError(.unavailable, "the change could not be stored, so it was not made; try again",
+                                      cause: "store commit failed on \(change.topic): \(error)")
                 }
             }
             let updates = Self.updates(change.values, change.members)

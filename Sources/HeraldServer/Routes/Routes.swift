@@ -1,17 +1,33 @@
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
+import Logging
 
 /// Builds the router; every handler's `DomainError` becomes its problem response here, in one place.
+/// What went wrong underneath is logged here with the request's id, which the problem carries too.
 struct Routes {
-    private(set) var router = Router()
+    private(set) var router: Router
+    private let logger: Logger
+
+    init(logger: Logger) {
+        self.logger = logger
+        router = Router { request, error in
+            logger.error("unexpected error", metadata: ["http.request_id": "\(request.id)", "error": "\(error)"])
+        }
+    }
 
     mutating func add(_ method: String, _ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Response) {
+        let logger = logger
         router.add(method, pattern) { request in
             do {
                 return try handler(request)
             } catch let error as DomainError {
-                throw Problem(error)
+                var problem = Problem(error)
+                if let cause = error.cause {
+                    logger.error("request failed", metadata: ["http.request_id": "\(request.id)", "error": "\(cause)"])
+                    problem.extra.append(("requestId", .string(request.id)))
+                }
+                throw problem
             }
         }
     }
