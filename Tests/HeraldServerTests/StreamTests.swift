@@ -166,3 +166,25 @@ import Testing
         #expect(stalled.awaitEnd(timeout: 10), "its connection was closed; it can resume with Last-Event-ID")
     }
 }
+
+@Suite struct HalfCloseTests {
+    @Test func aClientThatHalfClosesKeepsItsStreamAndOneThatLeavesIsDropped() throws {
+        let server = try TestHerald()
+        let halfClosed = try Socket(port: server.port)
+        try halfClosed.send("GET /currency/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        shutdown(halfClosed.fd, Int32(SHUT_WR))
+        #expect(eventually(timeout: 2) { (try? server.observers(of: "currency")) == 1 })
+        let leaving = try server.stream("/currency/events")
+        #expect(eventually(timeout: 2) { (try? server.observers(of: "currency")) == 2 })
+        leaving.close()
+        #expect(eventually(timeout: 2) { (try? server.observers(of: "currency")) == 1 }, "a closed socket is dropped within 2 s")
+        _ = try server.client().put("/currency", #"{"default":"euro"}"#)
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline, !String(decoding: received, as: UTF8.self).contains("event: currency") {
+            guard let bytes = try? halfClosed.receive(), !bytes.isEmpty else { break }
+            received += bytes
+        }
+        #expect(String(decoding: received, as: UTF8.self).contains("event: currency"), "the half-closed client still gets events")
+    }
+}

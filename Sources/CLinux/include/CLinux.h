@@ -15,7 +15,6 @@ static const uint32_t CEPOLL_RDHUP = EPOLLRDHUP;
 static const uint32_t CEPOLL_HUP = EPOLLHUP;
 static const uint32_t CEPOLL_ERR = EPOLLERR;
 static const uint32_t CEPOLL_ONESHOT = EPOLLONESHOT;
-static const uint32_t CEPOLL_ET = EPOLLET;
 
 static inline int cepoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 

@@ -121,30 +121,46 @@ final class StreamConnection: Sendable {
         wake()
     }
 
-    /// Sends a heartbeat comment. A suspended chunked stream gets it as one whole chunk written
-    /// straight to its socket: libmicrohttpd calls the reader only once everything before has been
+    /// Sends a heartbeat comment. A suspended stream gets it written straight to its socket (as one
+    /// whole chunk on HTTP/1.1): libmicrohttpd calls the reader only once everything before has been
     /// sent, and does not touch a suspended connection, so nothing can interleave, and the idle
     /// stream stays suspended (a heartbeat costs one `send`, not a resume and a suspend).
     /// Any other stream gets it with its next write.
     func heartbeat() {
         let resume = state.withLock { state -> Bool in
             guard !state.released, state.closing == nil else { return false }
-            guard state.suspended, chunked, socket >= 0 else {
+            guard state.suspended, socket >= 0 else {
                 state.heartbeatDue = true
                 return state.suspended
             }
-            let sent = Self.heartbeatChunk.withUnsafeBytes {
-                send(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
-            }
-            if sent == Self.heartbeatChunk.count || (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                return false  // sent; or the client reads nothing: it needs no heartbeat
-            }
-            // A part of a chunk, or an error: the stream cannot go on.
-            state.closing = .abort
-            shutdown(socket, Int32(SHUT_RDWR))
-            return true
+            return !writeHeartbeat(&state)
         }
         if resume { wake() }
+    }
+
+    /// The client closed its sending side. That is legal (a half-close) and the stream goes on; but a
+    /// client that closed the whole socket answers the next bytes with a reset, which the watcher then
+    /// sees. So a suspended stream is sent a heartbeat now; a busy one is writing already.
+    func peerFinishedSending() {
+        let resume = state.withLock { state -> Bool in
+            guard !state.released, state.closing == nil, state.suspended, socket >= 0 else { return false }
+            return !writeHeartbeat(&state)
+        }
+        if resume { wake() }
+    }
+
+    /// Writes the heartbeat to the suspended socket; false when the stream cannot go on (it is then
+    /// closing and must be woken).
+    private func writeHeartbeat(_ state: inout State) -> Bool {
+        let bytes = chunked ? Self.heartbeatChunk : SSEEncoder.heartbeat
+        let sent = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        if sent == bytes.count || (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return true  // sent; or the client reads nothing: it needs no heartbeat
+        }
+        // A part of a chunk, or an error: the stream cannot go on.
+        state.closing = .abort
+        shutdown(socket, Int32(SHUT_RDWR))
+        return false
     }
 
     /// `: heartbeat` as one HTTP/1.1 chunk: size in hex, CRLF, the comment, CRLF.

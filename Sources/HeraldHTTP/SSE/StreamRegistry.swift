@@ -4,8 +4,12 @@ import Foundation
 import Synchronization
 
 /// Every open SSE stream. One watcher thread blocks in epoll on their sockets so that a client that
-/// leaves while its stream is suspended is noticed at once (libmicrohttpd does not notice it), and one
+/// leaves while its stream is suspended is noticed at once (libmicrohttpd does not notice it), and
 /// the same thread sends the heartbeats. Idle streams cost no CPU.
+///
+/// A client's FIN alone is not its leaving: it may have half-closed its sending side (legal in
+/// HTTP/1.1). The stream is probed with a heartbeat; a client that closed the whole socket answers it
+/// with a reset (EPOLLHUP/EPOLLERR), and only then is the stream dropped.
 final class StreamRegistry: Sendable {
     private struct State {
         var streams: [UInt64: StreamConnection] = [:]
@@ -104,8 +108,18 @@ final class StreamRegistry: Sendable {
                 if count < 0, errno != EINTR { break }
                 continue
             }
-            let gone = state.withLock { state in tokens[0..<Int(count)].compactMap { $0 == 0 ? nil : state.streams[$0] } }
-            for stream in gone { stream.close(.abort) }
+            let ready = state.withLock { state in
+                (0..<Int(count)).compactMap { index in tokens[index] == 0 ? nil : state.streams[tokens[index]].map { ($0, events[index]) } }
+            }
+            for (stream, bits) in ready {
+                if bits & (CEPOLL_HUP | CEPOLL_ERR) != 0 {
+                    stream.close(.abort)
+                } else {
+                    // Only a reset or an error from now on (epoll always reports those).
+                    _ = cepoll_modify(epoll, stream.socket, CEPOLL_ONESHOT, stream.token)
+                    stream.peerFinishedSending()
+                }
+            }
         }
         watcherDone.signal()
     }
