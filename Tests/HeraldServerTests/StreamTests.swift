@@ -188,3 +188,23 @@ import Testing
         #expect(String(decoding: received, as: UTF8.self).contains("event: currency"), "the half-closed client still gets events")
     }
 }
+
+@Suite struct LocalizedStreamTests {
+    @Test func tripStreamsSpeakTheLocaleTheyAskFor() throws {
+        let server = try TestHerald(examples: true)
+        let german = try server.stream("/trips/1/events?locale=de_DE")
+        let snapshot = try german.next()
+        #expect(((snapshot.json["trip"] as? [String: Any])?["display"] as? [String: Any])?["delay"] as? String == "5 Minuten Verspätung")
+        let turkish = try server.stream("/events?topic=trips/1&topic=currency", headers: [("Accept-Language", "tr-TR")])
+        _ = try turkish.next(2)
+        let english = try server.stream("/trips/1/events")
+        _ = try english.next()
+        _ = try server.client().post("/trips/1/delay", #"{"deltaSeconds":300}"#)
+        func delay(_ event: SSEEvent) -> String? {
+            ((event.json["trip"] as? [String: Any])?["display"] as? [String: Any])?["delay"] as? String
+        }
+        #expect(delay(try german.next(named: "trip")) == "10 Minuten Verspätung")
+        #expect(delay(try turkish.next(named: "trip")) == "10 dakika rötar")
+        #expect(delay(try english.next(named: "trip")) == "10 minutes delay")
+    }
+}

@@ -4,13 +4,17 @@ import HeraldHTTP
 /// An observer seen as an SSE feed: each core event becomes one message, its shared data untouched.
 final class SubscriptionFeed: EventFeed {
     private let subscription: Subscription
+    private let localizer: TripLocalizer?
 
-    init(_ subscription: Subscription) { self.subscription = subscription }
+    init(_ subscription: Subscription, localizer: TripLocalizer? = nil) {
+        self.subscription = subscription
+        self.localizer = localizer
+    }
 
     func poll(limit: Int) -> FeedPoll {
         switch subscription.poll(limit: limit) {
         case .events(let events):
-            .frames(events.map(\.frame))
+            .frames(localizer.map { localizer in events.map { localizer.frame(for: $0) ?? $0.frame } } ?? events.map(\.frame))
         case .idle:
             .idle
         case .ended:

@@ -33,7 +33,10 @@ struct EventRoutes: Sendable {
         }
         let subscription = hub.subscribe(to: topics, resume: try resumePoint(request), queueLimit: queueLimit,
                                          filter: try filter(request))
-        return .eventStream(SubscriptionFeed(subscription))
+        // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
+        let locale = request.locale
+        let localized = topics.contains { $0.hasPrefix("trips/") } && locale.identifier != TripBoard.eventLocale.identifier
+        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil))
     }
 
     /// `GET /events?topic=…&topic=…`.

@@ -1,0 +1,30 @@
+import Foundation
+import HeraldCore
+import HeraldDomain
+import HeraldHTTP
+import HeraldJSON
+
+/// Re-renders trip events for a stream that asked for another locale. Events are encoded once, with
+/// display strings in `TripBoard.eventLocale`; a stream in German gets its trip snapshots and changes
+/// rewritten with German strings, and every other event as it is. Only such streams pay for it.
+struct TripLocalizer: Sendable {
+    let locale: Locale
+
+    /// The frame for `event` in this locale, or nil to send the shared one.
+    func frame(for event: Event) -> [UInt8]? {
+        guard event.topic.hasPrefix("trips/"), event.name == "snapshot" || event.name == "trip",
+              case .object(let members)? = try? JSONValue.parse(event.data),
+              let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Self.trip(from: $0.1) })
+        else { return nil }
+        let localized = JSONValue.object(members.map { $0.0 == "trip" ? ("trip", trip.json(locale: locale)) : $0 })
+        return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name, data: localized.bytes))
+    }
+
+    private static func trip(from json: JSONValue) -> Trip? {
+        guard let id = json["id"]?.stringValue,
+              let departure = json["departure"]?.stringValue.flatMap(Timestamp.parse),
+              let arrival = json["arrival"]?.stringValue.flatMap(Timestamp.parse),
+              let actual = json["actualDeparture"]?.stringValue.flatMap(Timestamp.parse) else { return nil }
+        return Trip(id: id, departure: departure, arrival: arrival, actualDeparture: actual)
+    }
+}
