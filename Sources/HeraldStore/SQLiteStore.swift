@@ -129,11 +129,13 @@ public final class SQLiteStore: Sendable {
         }
     }
 
-    /// Deletes events beyond the newest `keep` and those older than `before`. Returns the oldest id kept
-    /// (nil when none is left).
+    /// Deletes events beyond the newest `keep` and those older than `before`. Returns the first id that
+    /// can still be replayed: the oldest kept, or one past the newest deleted when none is left. Worked
+    /// out under the same lock as commits, so an event committed meanwhile is never below it.
     @discardableResult
-    public func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64? {
+    public func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64 {
         try connection.withLock { connection throws(StoreError) in
+            let newest = try connection.text("SELECT max(id) FROM events").flatMap { UInt64($0) } ?? 0
             let byCount = try connection.statement("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?")
             byCount.bind(1, Int64(max(keep, 0)))
             try byCount.run()
@@ -142,7 +144,7 @@ public final class SQLiteStore: Sendable {
                 byAge.bind(1, before.timeIntervalSince1970)
                 try byAge.run()
             }
-            return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) }
+            return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) } ?? newest + 1
         }
     }
 

@@ -82,6 +82,23 @@ func temporaryDataDirectory() -> String {
         #expect(try recent.next().event == "unit", "the newest event is still kept")
     }
 
+    @Test func pruningNeitherDropsNewEventsNorOutlivesStop() throws {
+        let clock = ManualClock()
+        let server = try TestHerald(clock: clock, dataDirectory: temporaryDataDirectory(), historyDays: 1)
+        let client = server.client()
+        _ = try client.put("/units/a", #"{"name":"A","status":"healthy"}"#)
+        clock.advance(by: 2 * 86_400)  // everything is pruned by age
+        let before = server.herald.hub.lastEventId
+        _ = try client.put("/units/a", #"{"name":"A","status":"dead"}"#)
+        clock.advance(by: 60)  // a prune with a young event in the store
+        let replay = try server.stream("/units/a/events", headers: [("Last-Event-ID", String(before))])
+        #expect(try replay.next().event == "unit", "the event after the prune is still replayed")
+        server.herald.stop()
+        let pending = clock.pendingTimers
+        clock.advance(by: 600)
+        #expect(clock.pendingTimers <= pending, "no pruning timer arms after stop")
+    }
+
     @Test func anUnusableDataDirectoryStopsTheServerWithAMessage() throws {
         let directory = temporaryDataDirectory()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

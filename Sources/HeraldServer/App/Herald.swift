@@ -19,7 +19,8 @@ public final class Herald: Sendable {
     private let server: HTTPServer
     private let store: SQLiteStore?
     private let clock: any DomainClock
-    private let pruning = Mutex<(any TimerHandle)?>(nil)
+    /// The next pruning, and whether Herald has stopped (then pruning never arms again).
+    private let pruning = Mutex<(timer: (any TimerHandle)?, stopped: Bool)>((nil, false))
     private let logger: Logger
     private let startedAt = ContinuousClock.now
 
@@ -87,9 +88,10 @@ public final class Herald: Sendable {
 
     /// Stops timers, ends every stream cleanly and stops listening.
     public func stop() {
-        pruning.withLock { timer in
-            timer?.cancel()
-            timer = nil
+        pruning.withLock { pruning in
+            pruning.stopped = true
+            pruning.timer?.cancel()
+            pruning.timer = nil
         }
         auctions.stop()
         server.stop()
@@ -102,16 +104,13 @@ public final class Herald: Sendable {
         guard let store else { return }
         do {
             let cutoff = configuration.historyDays.map { clock.now.addingTimeInterval(-Double($0) * 86_400) }
-            if let oldest = try store.prune(keep: configuration.history, before: cutoff) {
-                hub.forget(before: oldest)
-            } else {
-                hub.forget(before: hub.lastEventId + 1)
-            }
+            hub.forget(before: try store.prune(keep: configuration.history, before: cutoff))
         } catch {
             logger.error("pruning failed", metadata: ["store.error": "\(error)"])
         }
-        pruning.withLock { timer in
-            timer = clock.schedule(at: clock.now.addingTimeInterval(configuration.pruneInterval)) { [weak self] in self?.prune() }
+        pruning.withLock { pruning in
+            guard !pruning.stopped else { return }
+            pruning.timer = clock.schedule(at: clock.now.addingTimeInterval(configuration.pruneInterval)) { [weak self] in self?.prune() }
         }
     }
 
