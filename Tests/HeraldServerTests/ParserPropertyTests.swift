@@ -1,0 +1,123 @@
+import Foundation
+@testable import HeraldHTTP
+import HeraldDomain
+import HeraldJSON
+@testable import HeraldServer
+import Testing
+
+/// Property-based fuzzing of every parser that reads client input: seeds mutated byte by byte
+/// (flips, inserts, deletes, repeats), thousands of times per run. A trap kills the test process, so
+/// a crash fails the run; each property below must also hold. The generator is seeded, so a failure
+/// names a seed that reproduces it (`HERALD_FUZZ_SEED`).
+@Suite struct ParserPropertyTests {
+    static let iterations = Int(ProcessInfo.processInfo.environment["HERALD_FUZZ_ITERATIONS"] ?? "") ?? 50_000
+    static let seed = UInt64(ProcessInfo.processInfo.environment["HERALD_FUZZ_SEED"] ?? "") ?? 0x5EED_4E4A_1D
+
+    /// SplitMix64: small, fast, reproducible.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static let interesting: [UInt8] = Array("{}[]\",:\\/%?&=;+-.eE0123456789 \t\r\nTZtz:".utf8) + [0x00, 0x7F, 0x80, 0xC3, 0xFF, 0xED, 0xA0]
+
+    /// One mutation of `input`.
+    static func mutate(_ input: [UInt8], _ random: inout Generator) -> [UInt8] {
+        var bytes = input
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+            let position = bytes.isEmpty ? 0 : Int.random(in: 0..<bytes.count, using: &random)
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0 where !bytes.isEmpty: bytes[position] = UInt8.random(in: 0...255, using: &random)
+            case 1: bytes.insert(interesting.randomElement(using: &random) ?? 0, at: position)
+            case 2 where !bytes.isEmpty: bytes.remove(at: position)
+            case 3 where !bytes.isEmpty:
+                let end = min(bytes.count, position + Int.random(in: 1...8, using: &random))
+                bytes.insert(contentsOf: bytes[position..<end], at: position)
+            case 4 where !bytes.isEmpty: bytes[position] = interesting.randomElement(using: &random) ?? 0
+            default: bytes.append(interesting.randomElement(using: &random) ?? 0)
+            }
+        }
+        return bytes
+    }
+
+    /// Runs `property` on `iterations` mutations of the seeds (and on the seeds themselves).
+    func fuzz(_ seeds: [String], salt: UInt64, _ property: ([UInt8]) -> Void) {
+        var random = Generator(state: Self.seed ^ salt)
+        let corpus = seeds.map { Array($0.utf8) }
+        for seed in corpus { property(seed) }
+        for _ in 0..<Self.iterations {
+            var input = corpus.randomElement(using: &random) ?? []
+            for _ in 0..<Int.random(in: 1...3, using: &random) { input = Self.mutate(input, &random) }
+            property(input)
+        }
+    }
+
+    @Test func jsonThatParsesRoundTrips() {
+        fuzz([#"{"a":[1,2.5,-0,"x\u00e9\n",true,false,null],"b":{"c":{}}}"#, #"{"bidder":"ann","amount":100}"#, "[[[[]]]]",
+              #""\ud83d\ude00""#, "1e-400", "9223372036854775807", #"{"a":1,"b":2}"#], salt: 1) { bytes in
+            guard let value = try? JSONValue.parse(bytes) else { return }
+            let again = try? JSONValue.parse(value.bytes)
+            #expect(again.map { Self.same($0, value) } == true, "round trip of \(String(decoding: bytes, as: UTF8.self))")
+        }
+    }
+
+    /// Equal as JSON: numbers by value (the writer prints 2.0 as 2, which reads back as an integer).
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case let (.int(x), .double(y)), let (.double(y), .int(x)): Double(x) == y
+        case let (.array(x), .array(y)): x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
+        case let (.object(x), .object(y)): x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && same($0.1, $1.1) }
+        default: a == b
+        }
+    }
+
+    @Test func timestampsThatParseAreInRangeAndFormatBack() {
+        fuzz(["2015-10-09T13:09:53Z", "2015-10-09T13:09:53.25+02:00", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z",
+              "2016-02-29t23:59:60-23:59"], salt: 2) { bytes in
+            guard let date = Timestamp.parse(String(decoding: bytes, as: UTF8.self)) else { return }
+            #expect(Timestamp.range.contains(date))
+            let formatted = Timestamp.format(date)
+            let reparsed = Timestamp.parse(formatted)
+            #expect(reparsed.map { abs($0.timeIntervalSince(date)) < 0.001 } == true, "\(formatted)")
+        }
+    }
+
+    @Test func requestTargetsAndHeadsNeverTrapAndKeepSegmentsWhole() {
+        let heads = RequestGuard(allowedHosts: ["localhost", "127.0.0.1"])
+        fuzz(["/auctions/1/bids?x=1&y=%2F", "/units/a%2Fb", "http://127.0.0.1:8080/health?topic=a+b", "*", "/%00", "/a/../b",
+              "/events?topic=notifications/x&topic=currency&lastEventId=5"], salt: 3) { bytes in
+            let raw = String(decoding: bytes, as: UTF8.self)
+            guard let target = try? RequestTarget(raw) else { return }
+            #expect(target.segments.allSatisfy { !$0.isEmpty && !$0.contains("\u{0}") })
+            #expect(target.query.allSatisfy { !$0.name.contains("\u{0}") && !$0.value.contains("\u{0}") })
+            _ = heads.check(version: "HTTP/1.1", headers: [("Host", raw), ("Content-Length", raw), ("Transfer-Encoding", raw)],
+                            authority: target.authority, port: 8080)
+        }
+    }
+
+    @Test func acceptLanguageNeverTraps() {
+        fuzz([";", ";;", ";, en", ";q=1", ", en", "de-CH;q=0.9, en", "*", "tr-TR,tr;q=0.9"], salt: 4) { bytes in
+            let value = String(decoding: bytes, as: UTF8.self)
+            let request = Request(method: "GET", path: "/trips/1", headers: [("Accept-Language", value)])
+            _ = TripDisplay.supported(request.locale)
+        }
+    }
+
+    @Test func routingNeverTraps() {
+        var router = Router()
+        for pattern in ["/auctions", "/auctions/{id}", "/auctions/{id}/bids", "/auctions/{id}/bids/{bid}", "/units/events", "/units/{id}"] {
+            router.add("GET", pattern) { _ in .empty(status: 200) }
+        }
+        fuzz(["/auctions/1/bids/2", "/units/events", "/units/x", "/"], salt: 5) { bytes in
+            let segments = String(decoding: bytes, as: UTF8.self).split(separator: "/").map(String.init)
+            _ = router.match(method: "GET", segments: segments)
+            _ = router.methods(for: segments)
+        }
+    }
+}

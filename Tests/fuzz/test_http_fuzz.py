@@ -1,0 +1,227 @@
+"""A raw-socket HTTP fuzzer against a live herald (the AddressSanitizer build in the test command).
+
+Requests are generated, not listed: request lines, targets with percent-escapes and query strings,
+topic lists, headers (framing, Host, Accept-Language, Last-Event-ID, Origin), chunked and plain bodies.
+Every example must get an answer or a close within the deadline (never a hang), never a 5xx other
+than 501/503/505, never more answers than requests (a smuggled request), and the server must stay up.
+The shapes from the issues are pinned as @example, so the corpus keeps them covered.
+"""
+import os
+import re
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUDGET = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "600"))
+DEADLINE = 5.0
+STATUS = re.compile(rb"HTTP/1\.[01] (\d{3}) ")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def herald():
+    port = free_port()
+    binary = os.environ.get("HERALD_BINARY", os.path.join(ROOT, ".build", "debug", "herald"))
+    log = tempfile.NamedTemporaryFile(prefix="herald-fuzz-", suffix=".log", delete=False)
+    process = subprocess.Popen([binary, "--port", str(port), "--in-memory", "--log-level", "warning"],
+                               stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).status == 200:
+                break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        process.kill()
+        raise RuntimeError("herald did not start")
+    yield port, process
+    process.terminate()
+    code = process.wait(timeout=20)
+    log.close()
+    text = open(log.name, errors="replace").read()
+    os.unlink(log.name)
+    assert "AddressSanitizer" not in text and "Fatal error" not in text, text[-4000:]
+    assert code == 0, f"herald exited {code} after the fuzzer: {text[-4000:]}"
+
+
+def exchange(port, data):
+    """Sends `data` on a new connection (then half-closes) and reads until the server closes or stops
+    sending. Returns (bytes received, whether the server closed, whether it hung)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE) as s:
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the server closed first: it read enough to refuse
+        received = b""
+        start = time.time()
+        s.settimeout(0.5)
+        while time.time() - start < DEADLINE:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                if STATUS.search(received):
+                    return received, False, False  # answered; a stream or keep-alive may stay open
+                continue
+            except OSError:
+                return received, True, False  # reset: a refusal
+            if not chunk:
+                return received, True, False
+            received += chunk
+        return received, False, not STATUS.search(received)
+
+
+def alive(port):
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).status == 200
+
+
+# --- generators ---------------------------------------------------------------------------------
+
+token = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~", min_size=0, max_size=12)
+escape = st.sampled_from(["%00", "%2F", "%2f", "%25", "%zz", "%", "%2", "%C3%A9", "%FF", "+", "..", ".", "//"])
+segment = st.lists(st.one_of(token, escape), min_size=0, max_size=4).map("".join)
+paths = st.one_of(
+    st.sampled_from(["/", "/health", "/subjects", "/events", "/currency", "/currency/events", "/auctions", "/auctions/1",
+                     "/auctions/1/bids", "/auctions/1/bids/1", "/auctions/1/events", "/trips", "/trips/1", "/trips/1/delay",
+                     "/trips/1/events", "/units", "/units/scout", "/units/events", "/notifications/door",
+                     "/notifications/door/events", "/openapi.yaml", "/favicon.ico", "*"]),
+    st.lists(segment, min_size=0, max_size=6).map(lambda parts: "/" + "/".join(parts)),
+)
+topics = st.one_of(
+    st.sampled_from(["currency", "units", "units/scout", "auctions/1", "trips/1", "notifications/a", "currency/",
+                     "/currency", "units/", "notifications/..", "", "auctions/999999999999999999999"]),
+    st.tuples(st.sampled_from(["auctions", "trips", "units", "notifications", "x"]), segment).map("/".join),
+)
+query_pair = st.one_of(
+    st.tuples(st.just("topic"), topics),
+    st.tuples(st.sampled_from(["snapshot", "lastEventId", "locale", "fields", "object", "x"]), segment),
+    st.tuples(segment, segment),
+).map(lambda kv: f"{kv[0]}={kv[1]}")
+queries = st.one_of(
+    st.just(""),
+    st.lists(query_pair, min_size=1, max_size=80).map(lambda pairs: "?" + "&".join(pairs)),
+    st.integers(min_value=100, max_value=3000).map(lambda n: "?" + "&".join(["x=a"] * n)),
+)
+methods = st.sampled_from(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "BREW", "get", ""])
+versions = st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "", "http/1.1", "HTTP/1.1 x"])
+header_value = st.one_of(
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40),
+    st.sampled_from([";", ";;", ";, en", ";q=1", ", en", "de-DE,de;q=0.9", "*", "ja", "-5", "0", "99999999999999999999",
+                     "chunked", "xchunked", "gzip, chunked", "chunked, identity", "identity", "W/\"x\"", "\"x\"",
+                     "9223372036854775807", "18446744073709551616", "http://127.0.0.1", "evil.example"]),
+)
+header_name = st.one_of(
+    st.sampled_from(["Host", "Content-Length", "Transfer-Encoding", "Content-Type", "Accept-Language", "Last-Event-ID",
+                     "If-None-Match", "Origin", "Access-Control-Request-Headers", "Connection", "Expect", "Cookie",
+                     "Content-Length ", " Host", "Host\t", "X"]),
+    token,
+)
+headers = st.lists(st.tuples(header_name, header_value), max_size=12)
+bodies = st.one_of(
+    st.just(b""),
+    st.binary(max_size=300),
+    st.sampled_from([b'{"default":"euro"}', b'{"name":"A","status":"healthy"}', b'{"bidder":"a","amount":1e-400}',
+                     b'{"a":1,}', b'{"a":1,"a":2}', b'{"deltaSeconds":86400}', b'{"actualDeparture":"9999-12-31T23:59:59Z"}',
+                     b"5\r\nhello\r\n0\r\n\r\n", b"zz\r\nhello\r\n", b"0\r\n\r\n"]),
+)
+
+
+@st.composite
+def requests(draw):
+    method, target, version = draw(methods), draw(paths) + draw(queries), draw(versions)
+    lines = [f"{method} {target} {version}".rstrip()]
+    if draw(st.booleans()):
+        lines.append("Host: 127.0.0.1")
+    lines += [f"{name}: {value}" for name, value in draw(headers)]
+    body = draw(bodies)
+    if draw(st.booleans()):
+        lines.append(f"Content-Type: application/json\r\nContent-Length: {len(body)}")
+    head = "\r\n".join(lines).encode("latin-1", errors="replace")
+    return head + b"\r\n\r\n" + body
+
+
+SHAPES = [  # the issues' findings, kept in the corpus
+    b"GET /trips/1 HTTP/1.1\r\nHost: x\r\nAccept-Language: ;\r\n\r\n",
+    b"GET /trips/1 HTTP/1.1\r\nHost: x\r\nAccept-Language: ;, en\r\n\r\n",
+    b"GET /health?" + b"&".join([b"x=a"] * 130) + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /health?" + b"&".join([b"x=a"] * 1000) + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"HEAD /currency/events HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0\r\nContent-Length: 104\r\n\r\n"
+    b"PUT /units/smuggled HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n"
+    b'{"name":"Smuggl","status":"dead"} ',
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n",
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    b"GET /health HTTP/1.1\r\n\r\n",
+    b"GET /health%00/x HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /auctions/1%2Fbids HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET http://127.0.0.1/health HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /events?topic=currency/&topic=/currency HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /events?topic= HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"PUT /units/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"a\":1,}",
+    b"OPTIONS /units HTTP/1.1\r\nHost: x\r\nAccess-Control-Request-Headers: " + b"a, " * 2000 + b"b\r\n\r\n",
+    b"\x01\x02GARBAGE \x7f\r\n\r\n",
+]
+
+
+MALFORMED_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(?![0-9]+[ \t]*\r\n)", re.IGNORECASE)
+
+
+def check(port, data):
+    received, closed, hung = exchange(port, data)
+    assert not hung, f"no answer and no close within {DEADLINE}s for {data[:300]!r}"
+    statuses = [int(code) for code in STATUS.findall(received)]
+    requests_sent = max(1, data.count(b"HTTP/1."))
+    if MALFORMED_LENGTH.search(data.split(b"\r\n\r\n")[0] + b"\r\n"):
+        # libmicrohttpd 0.9.75 answers a Content-Length that is not digits itself, and writes that answer's
+        # head twice (connection.c:4539-4542 sets the state back after parse_connection_headers queued
+        # it); Herald is never called. The status is right and the connection closes. README, "Limits".
+        requests_sent += 1
+    assert len(statuses) <= requests_sent, f"more answers than requests: {statuses} for {data[:300]!r}"
+    for status in statuses:
+        assert status < 500 or status in (501, 503, 505), f"{status} for {data[:300]!r}: {received[:500]!r}"
+    assert closed or statuses, f"neither answered nor closed: {data[:300]!r}"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_issues_shapes_are_answered(herald, shape):
+    port, _ = herald
+    check(port, shape)
+    assert alive(port)
+
+
+@settings(max_examples=BUDGET, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
+@given(data=requests())
+@example(data=b"GET /units/events HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 99999999999999999999999\r\n\r\n")
+def test_generated_requests_never_hang_crash_or_smuggle(herald, data):
+    port, process = herald
+    check(port, data)
+    assert process.poll() is None, "herald died"
+
+
+def test_the_server_is_still_up_and_nothing_was_smuggled(herald):
+    port, _ = herald
+    assert alive(port)
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/units/smuggled", timeout=5)
+    except urllib.error.HTTPError as error:
+        assert error.code == 404
+        return
+    pytest.fail("a smuggled request created a unit")
