@@ -42,7 +42,7 @@ struct HeraldCommand: ParsableCommand {
     var observerQueue: Int = Environment.int("HERALD_OBSERVER_QUEUE") ?? 4096
 
     @Option(help: "Bytes of libmicrohttpd memory per connection: headers and buffers (env HERALD_CONNECTION_MEMORY).")
-    var connectionMemory: Int = Environment.int("HERALD_CONNECTION_MEMORY") ?? 8192
+    var connectionMemory: Int = Environment.int("HERALD_CONNECTION_MEMORY") ?? 16_384
 
     @Option(help: "Origins browsers may call from: * or a comma-separated list such as https://a.example,http://localhost:3000; a listed origin may send credentials (env HERALD_CORS_ORIGIN).")
     var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"

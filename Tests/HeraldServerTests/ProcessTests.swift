@@ -31,7 +31,7 @@ import Testing
     @Test func theFanOutBenchmarkLosesNothingAndObserversReturnToZero() throws {
         let herald = try HeraldProcess(arguments: ["--no-examples"])
         let process = Process()
-        process.executableURL = heraldExecutable().deletingLastPathComponent().appendingPathComponent("herald-bench")
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald-bench")
         process.arguments = ["--port", String(herald.port), "--pid", String(herald.process.processIdentifier),
                              "--subscribers", "500", "--events", "20", "--interval-ms", "5", "--idle-seconds", "0.5", "--timeout", "60"]
         let output = Pipe()

@@ -56,9 +56,13 @@ final class TestHerald {
     }
 }
 
-/// The built `herald` executable, next to the test bundle.
+/// The built `herald` executable, next to the test bundle; `HERALD_BINARY` names another build (the
+/// test command runs the process tests again on the AddressSanitizer build).
 func heraldExecutable() -> URL {
-    URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald")
+    if let binary = ProcessInfo.processInfo.environment["HERALD_BINARY"], !binary.isEmpty {
+        return URL(fileURLWithPath: binary)
+    }
+    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald")
 }
 
 /// `herald` as a child process on a free port, for tests that look at the process from outside.

@@ -194,6 +194,11 @@ def check(port, data):
         # head twice (connection.c:4539-4542 sets the state back after parse_connection_headers queued
         # it); Herald is never called. The status is right and the connection closes. README, "Limits".
         requests_sent += 1
+    if re.search(rb"\r?\n:", data.split(b"\r\n\r\n")[0]):
+        # libmicrohttpd 0.9.75 ends the head at a field line that begins with ':' (process_header_line
+        # zeroes the colon in place, connection.c:3443, and the empty-line test at connection.c:4531
+        # then sees an empty line); what follows is read as another request. README, "Limits".
+        requests_sent += data.count(b"\r\n\r\n") + 1
     assert len(statuses) <= requests_sent, f"more answers than requests: {statuses} for {data[:300]!r}"
     for status in statuses:
         assert status < 500 or status in (501, 503, 505), f"{status} for {data[:300]!r}: {received[:500]!r}"
