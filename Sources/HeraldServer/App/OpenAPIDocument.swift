@@ -19,7 +19,20 @@ info:
     kept, or unreadable, it gets `resync` and then snapshots. Idle streams get a comment heartbeat.
     An observer that falls too far behind is disconnected and can resume with `Last-Event-ID`.
 
-    **Errors** are `application/problem+json` (RFC 9457).
+    **Errors** are `application/problem+json` (RFC 9457). A 5xx carries `requestId`, the id its log
+    line names; the details stay in the log.
+
+    **Requests.** Every request may also get: 400 when its head is ambiguous or malformed (two
+    `Content-Length`s, `Content-Length` with `Transfer-Encoding`, a space before a header's colon, an
+    HTTP/1.1 request without exactly one `Host`, a NUL or a malformed escape in the target), 501 for a
+    transfer coding other than `chunked` alone (both close the connection, so nothing after the head is
+    read as another request); 405 with `Allow`; 414 when the request target is longer than 8 KiB; 421
+    when `Host` names a host Herald is not configured to answer (`--allowed-hosts`; on loopback only
+    `127.0.0.1`, `localhost` and `[::1]`); 431 when the request line and headers do not fit the
+    connection's memory (`--connection-memory`, 16 KiB: about 8 KiB of headers beside a short target, a
+    `Cookie` counting twice). libmicrohttpd 0.9.75 answers 431, a `Content-Length` that is not digits
+    (400, 413 when too large) and an unsupported HTTP version (505) itself, with an HTML body. An encoded
+    slash (`%2F`) is part of its path segment, never a separator.
 
     **Durability.** A 2xx answer to a change means it is stored in Herald's embedded database together
     with its event; the state, the sequence and the replay history survive restarts and crashes.
@@ -53,6 +66,11 @@ paths:
                   auctions:
                     type: array
                     items: { $ref: "#/components/schemas/Auction" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
     post:
       tags: [auctions]
       operationId: createAuction
@@ -76,6 +94,11 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
   /auctions/{id}:
     parameters:
       - $ref: "#/components/parameters/AuctionId"
@@ -90,6 +113,11 @@ paths:
             application/json:
               schema: { $ref: "#/components/schemas/Auction" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /auctions/{id}/bids:
     parameters:
       - $ref: "#/components/parameters/AuctionId"
@@ -110,6 +138,11 @@ paths:
                     type: array
                     items: { $ref: "#/components/schemas/Bid" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
     post:
       tags: [auctions]
       operationId: placeBid
@@ -143,6 +176,34 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
+  /auctions/{id}/bids/{bid}:
+    parameters:
+      - $ref: "#/components/parameters/AuctionId"
+      - name: bid
+        in: path
+        required: true
+        schema: { type: string }
+    get:
+      tags: [auctions]
+      operationId: getBid
+      summary: One accepted bid (the `Location` of a placed bid).
+      responses:
+        "200":
+          description: The bid.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Bid" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /auctions/{id}/events:
     parameters:
       - $ref: "#/components/parameters/AuctionId"
@@ -158,6 +219,11 @@ paths:
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503": { $ref: "#/components/responses/Draining" }
   /currency:
     get:
       tags: [currency]
@@ -169,6 +235,11 @@ paths:
           content:
             application/json:
               schema: { $ref: "#/components/schemas/CurrencySetting" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
     put:
       tags: [currency]
       operationId: setCurrency
@@ -193,6 +264,11 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
   /currency/events:
     get:
       tags: [currency]
@@ -205,6 +281,11 @@ paths:
       responses:
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503": { $ref: "#/components/responses/Draining" }
   /trips:
     get:
       tags: [trips]
@@ -224,6 +305,11 @@ paths:
                   trips:
                     type: array
                     items: { $ref: "#/components/schemas/Trip" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
     post:
       tags: [trips]
       operationId: createTrip
@@ -249,6 +335,11 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
   /trips/{id}:
     parameters:
       - $ref: "#/components/parameters/TripId"
@@ -265,6 +356,11 @@ paths:
             application/json:
               schema: { $ref: "#/components/schemas/Trip" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
     patch:
       tags: [trips]
       operationId: setActualDeparture
@@ -292,6 +388,11 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
   /trips/{id}/delay:
     parameters:
       - $ref: "#/components/parameters/TripId"
@@ -326,6 +427,11 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
   /trips/{id}/events:
     parameters:
       - $ref: "#/components/parameters/TripId"
@@ -342,6 +448,11 @@ paths:
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503": { $ref: "#/components/responses/Draining" }
   /units:
     get:
       tags: [units]
@@ -359,6 +470,11 @@ paths:
                   units:
                     type: array
                     items: { $ref: "#/components/schemas/Unit" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /units/events:
     get:
       tags: [units]
@@ -371,6 +487,11 @@ paths:
       responses:
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503": { $ref: "#/components/responses/Draining" }
   /units/{id}:
     parameters:
       - $ref: "#/components/parameters/UnitId"
@@ -385,6 +506,11 @@ paths:
             application/json:
               schema: { $ref: "#/components/schemas/Unit" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
     put:
       tags: [units]
       operationId: putUnit
@@ -414,6 +540,11 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
     delete:
       tags: [units]
       operationId: deleteUnit
@@ -423,6 +554,12 @@ paths:
           description: Removed.
         "404": { $ref: "#/components/responses/NotFound" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
   /units/{id}/events:
     parameters:
       - $ref: "#/components/parameters/UnitId"
@@ -438,6 +575,11 @@ paths:
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503": { $ref: "#/components/responses/Draining" }
   /notifications/{name}:
     parameters:
       - $ref: "#/components/parameters/NotificationName"
@@ -470,6 +612,11 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "501": { $ref: "#/components/responses/NotImplemented" }
   /notifications/{name}/events:
     parameters:
       - $ref: "#/components/parameters/NotificationName"
@@ -488,6 +635,11 @@ paths:
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503": { $ref: "#/components/responses/Draining" }
   /events:
     get:
       tags: [service]
@@ -519,6 +671,11 @@ paths:
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503": { $ref: "#/components/responses/Draining" }
   /health:
     get:
       tags: [service]
@@ -538,6 +695,11 @@ paths:
                   subjects: { type: integer, minimum: 0 }
                   lastEventId: { $ref: "#/components/schemas/EventId" }
                   uptimeSeconds: { type: integer, minimum: 0 }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /subjects:
     get:
       tags: [service]
@@ -561,6 +723,11 @@ paths:
                         topic: { type: string }
                         observers: { type: integer, minimum: 0 }
                         lastEventId: { $ref: "#/components/schemas/EventId" }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /:
     get:
       tags: [service]
@@ -581,6 +748,11 @@ paths:
               schema: { type: string }
         "304":
           description: The client's copy is current.
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /app.js:
     get:
       tags: [service]
@@ -596,6 +768,11 @@ paths:
               schema: { type: string }
         "304":
           description: The client's copy is current.
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /app.css:
     get:
       tags: [service]
@@ -611,6 +788,51 @@ paths:
               schema: { type: string }
         "304":
           description: The client's copy is current.
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+  /favicon.svg:
+    get:
+      tags: [service]
+      operationId: favicon
+      summary: The icon (also at `/favicon.ico`, where browsers look for it).
+      parameters:
+        - $ref: "#/components/parameters/IfNoneMatch"
+      responses:
+        "200":
+          description: An SVG icon.
+          content:
+            image/svg+xml:
+              schema: { type: string }
+        "304":
+          description: The client's copy is current.
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+  /favicon.ico:
+    get:
+      tags: [service]
+      operationId: faviconIco
+      summary: The icon, as SVG, where browsers ask for it by default.
+      parameters:
+        - $ref: "#/components/parameters/IfNoneMatch"
+      responses:
+        "200":
+          description: An SVG icon.
+          content:
+            image/svg+xml:
+              schema: { type: string }
+        "304":
+          description: The client's copy is current.
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /openapi.yaml:
     get:
       tags: [service]
@@ -622,12 +844,17 @@ paths:
           content:
             application/yaml:
               schema: { type: object }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
 components:
   parameters:
     IfNoneMatch:
       name: If-None-Match
       in: header
-      description: An `ETag` from an earlier answer; 304 when it is still current.
+      description: "`ETag`s from earlier answers (weak `W/\"…\"` or strong), or `*`; 304 when one is current."
       schema: { type: string }
     AuctionId:
       name: id
@@ -676,7 +903,10 @@ components:
       schema: { type: string }
   responses:
     EventStream:
-      description: A Server-Sent Events stream that stays open.
+      description: |
+        A Server-Sent Events stream that stays open. It starts with a comment and `retry:`; when it has
+        no snapshot to send, with an id-only block (`id: N`), so a client that reconnects before the
+        first event still sends `Last-Event-ID`. Trip events follow `locale` and `Accept-Language`.
       headers:
         Cache-Control:
           schema: { const: no-store }
@@ -685,6 +915,42 @@ components:
       content:
         text/event-stream:
           schema: { type: string }
+    MethodNotAllowed:
+      description: The method is not allowed here; `Allow` lists those that are.
+      headers:
+        Allow:
+          schema: { type: string }
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    UriTooLong:
+      description: The request target is longer than 8 KiB.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Misdirected:
+      description: "`Host` names a host this server is not configured to answer (`--allowed-hosts`)."
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    HeadersTooLarge:
+      description: The request line and headers do not fit the connection's memory (libmicrohttpd answers, in HTML).
+      content:
+        text/html:
+          schema: { type: string }
+    NotImplemented:
+      description: A transfer coding other than `chunked` alone; the connection is closed.
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Draining:
+      description: The server is shutting down and opens no new stream; reconnect (`Retry-After`).
+      headers:
+        Retry-After:
+          schema: { type: integer }
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
     BadRequest:
       description: A parameter is malformed.
       content:
@@ -765,6 +1031,7 @@ components:
         title: { type: string }
         status: { type: integer, minimum: 400, maximum: 599 }
         detail: { type: string }
+        requestId: { type: string, description: "On a 5xx: the id the log names this request by." }
     NewAuction:
       type: object
       required: [item]
