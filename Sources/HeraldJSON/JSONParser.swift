@@ -196,8 +196,52 @@ struct JSONParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if integral, let integer = Int64(text) { return .int(integer) }
+        if !integral, let integer = Self.exactInteger(bytes[start..<index]) { return .int(integer) }
         guard let double = Double(text), double.isFinite else { throw fail("a number out of range") }
         return .double(double)
+    }
+
+    /// The integer a number with a fraction or an exponent stands for exactly (`96.0`, `1e2`, `1.5e1`),
+    /// as JSON Schema counts it; nil when its exact value is not a whole number (`1e-400`, `0.5`) or does
+    /// not fit 64 bits. Worked out on the digits, never through a rounded double.
+    static func exactInteger(_ number: ArraySlice<UInt8>) -> Int64? {
+        var negative = false
+        var digits: [UInt8] = []
+        var exponent = 0
+        var index = number.startIndex
+        if number[index] == 0x2D { negative = true; index += 1 }
+        var inFraction = false
+        while index < number.endIndex, number[index] != 0x65, number[index] != 0x45 {
+            if number[index] == 0x2E { inFraction = true } else {
+                digits.append(number[index] - 0x30)
+                if inFraction { exponent -= 1 }
+            }
+            index += 1
+        }
+        if index < number.endIndex {
+            index += 1
+            var sign = 1
+            if number[index] == 0x2B || number[index] == 0x2D { sign = number[index] == 0x2D ? -1 : 1; index += 1 }
+            var value = 0
+            while index < number.endIndex {
+                value = min(value * 10 + Int(number[index] - 0x30), 1_000_000)  // far past any 64-bit integer
+                index += 1
+            }
+            exponent += sign * value
+        }
+        while let first = digits.first, first == 0 { digits.removeFirst() }
+        if digits.isEmpty { return 0 }
+        while exponent < 0, digits.last == 0 { digits.removeLast(); exponent += 1 }
+        guard exponent >= 0, digits.count + exponent <= 19 else { return nil }
+        var magnitude: UInt64 = 0
+        for digit in digits + Array(repeating: 0, count: exponent) {
+            let (times, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            magnitude = sum
+        }
+        if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }

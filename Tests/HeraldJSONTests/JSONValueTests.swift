@@ -46,8 +46,17 @@ import Testing
         #expect(try JSONValue.parse(Array("-0".utf8)) == .int(0))
         #expect(try JSONValue.parse(Array("9223372036854775807".utf8)) == .int(.max))
         #expect(try JSONValue.parse(Array("9223372036854775808".utf8)) == .double(9223372036854775808))
-        #expect(try JSONValue.parse(Array("1e-400".utf8)) == .double(0), "an exponent makes a number, never an integer")
-        #expect(try JSONValue.parse(Array("2.0".utf8)) == .double(2))
+        #expect(try JSONValue.parse(Array("1e-400".utf8)) == .double(0), "not a whole number, though it rounds to 0")
+        #expect(try JSONValue.parse(Array("0.5".utf8)) == .double(0.5))
+        // A whole number written with a fraction or an exponent is an integer, as JSON Schema counts it.
+        #expect(try JSONValue.parse(Array("2.0".utf8)) == .int(2))
+        #expect(try JSONValue.parse(Array("1.5e1".utf8)) == .int(15))
+        #expect(try JSONValue.parse(Array("-1e2".utf8)) == .int(-100))
+        #expect(try JSONValue.parse(Array("1000e-3".utf8)) == .int(1))
+        #expect(try JSONValue.parse(Array("-9.223372036854775808e18".utf8)) == .int(.min))
+        #expect(try JSONValue.parse(Array("9.223372036854775808e18".utf8)) == .double(9223372036854775808))
+        #expect(try JSONValue.parse(Array("1e18".utf8)) == .int(1_000_000_000_000_000_000))
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Array("1e999999999999".utf8)) }
         #expect(try JSONValue.parse(Array(#" {"s":"\u00e9\ud83d\ude00\n"} "#.utf8))["s"] == .string("é😀\n"))
     }
 }
