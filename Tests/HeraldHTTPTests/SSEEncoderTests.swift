@@ -63,3 +63,23 @@ import Testing
         #expect(parser.lastEventId == "42")
     }
 }
+
+@Suite struct RoutePrecedenceTests {
+    @Test func theMostLiteralPatternWinsWhateverTheOrder() throws {
+        for literalFirst in [true, false] {
+            var router = Router()
+            let literal: (inout Router) -> Void = { $0.add("GET", "/units/events") { _ in .text("stream", contentType: "text/plain") } }
+            let parameter: (inout Router) -> Void = { router in
+                router.add("GET", "/units/{id}") { .text("unit " + $0.parameter("id"), contentType: "text/plain") }
+                router.add("PUT", "/units/{id}") { _ in .empty(status: 200) }
+            }
+            if literalFirst { literal(&router); parameter(&router) } else { parameter(&router); literal(&router) }
+            let stream = router.respond(to: Request(method: "GET", path: "/units/events"))
+            guard case .bytes(let body) = stream.body else { Issue.record("no body"); continue }
+            #expect(String(decoding: body, as: UTF8.self) == "stream")
+            #expect(router.respond(to: Request(method: "PUT", path: "/units/events")).status == 405, "the unit 'events' cannot be written")
+            #expect(router.respond(to: Request(method: "PUT", path: "/units/scout")).status == 200)
+            #expect(router.respond(to: Request(method: "GET", path: "/units/a%2Fb", segments: ["units", "a/b"])).status == 200)
+        }
+    }
+}
