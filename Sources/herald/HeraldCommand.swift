@@ -102,6 +102,9 @@ struct HeraldCommand: ParsableCommand {
         configuration.http.allowedHosts = allowedHosts == "*" ? nil : allowedHosts.flatMap(Self.hostList) ?? Self.loopbackHosts(host)
         configuration.examples = !noExamples
 
+        // Signals are caught before the port opens: a SIGTERM sent as soon as the server answers is
+        // never lost between listening and waiting.
+        let termination = Termination()
         let herald: Herald
         do {
             herald = try Herald(configuration: configuration, logger: logger)
@@ -111,7 +114,7 @@ struct HeraldCommand: ParsableCommand {
             throw ExitCode.failure
         }
         logger.info("ready", metadata: ["open.files": "\(openFiles)"])
-        waitForTermination()
+        termination.wait()
         logger.info("stopping")
         herald.stop()
     }
@@ -143,21 +146,6 @@ struct HeraldCommand: ParsableCommand {
         return Array(Set(["127.0.0.1", "localhost", "[::1]", listen.lowercased()]))
     }
 
-    /// Blocks until SIGTERM or SIGINT.
-    private func waitForTermination() {
-        let stop = DispatchSemaphore(value: 0)
-        var sources: [any DispatchSourceSignal] = []
-        for signal in [SIGTERM, SIGINT] {
-            Foundation.signal(signal, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        stop.wait()
-        sources.forEach { $0.cancel() }
-    }
-
     /// Raises the soft open-file limit to the hard one: every connection is a file.
     private func raiseOpenFileLimit() -> UInt {
         var limit = rlimit()
@@ -166,6 +154,29 @@ struct HeraldCommand: ParsableCommand {
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         return UInt(limit.rlim_cur)
+    }
+}
+
+/// SIGTERM and SIGINT, caught from the moment this is made until `wait()` returns.
+final class Termination {
+    private let stop = DispatchSemaphore(value: 0)
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        for signal in [SIGTERM, SIGINT] {
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler { [stop] in stop.signal() }
+            source.resume()
+            // The default action (ending the process at once) is turned off only once the source watches.
+            Foundation.signal(signal, SIG_IGN)
+            sources.append(source)
+        }
+    }
+
+    /// Blocks until SIGTERM or SIGINT.
+    func wait() {
+        stop.wait()
+        sources.forEach { $0.cancel() }
     }
 }
 

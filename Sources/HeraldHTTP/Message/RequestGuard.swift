@@ -21,10 +21,11 @@ public struct RequestGuard: Sendable {
             guard Self.isToken(header.name) else {
                 return Self.refuse(400, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
             }
-            switch header.name.lowercased() {
-            case "content-length": contentLengths.append(header.value)
-            case "transfer-encoding": transferEncodings.append(header.value)
-            case "host": hosts.append(header.value)
+            // Only the three names that matter are compared (no lower-casing of every name).
+            switch header.name.utf8.count {
+            case 4 where Self.equalsIgnoringCase(header.name, "host"): hosts.append(header.value)
+            case 14 where Self.equalsIgnoringCase(header.name, "content-length"): contentLengths.append(header.value)
+            case 17 where Self.equalsIgnoringCase(header.name, "transfer-encoding"): transferEncodings.append(header.value)
             default: break
             }
         }
@@ -50,6 +51,12 @@ public struct RequestGuard: Sendable {
             return Self.refuse(421, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
         }
         return nil
+    }
+
+    /// ASCII case-insensitive equality with a lower-case `name`.
+    private static func equalsIgnoringCase(_ text: String, _ name: StaticString) -> Bool {
+        let other = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        return text.utf8.count == other.count && zip(text.utf8, other).allSatisfy { ($0 | 0x20) == $1 }
     }
 
     private static func allows(_ allowed: [String], host: String, port: Int) -> Bool {

@@ -77,6 +77,10 @@ public struct RequestTarget: Sendable, Equatable {
 
     /// Percent-decodes one segment or argument: well-formed escapes only, no NUL, valid UTF-8.
     static func decode(_ part: ArraySlice<UInt8>, plusIsSpace: Bool) throws(Problem) -> String {
+        // Most segments have nothing to decode: one string, no buffer.
+        if !part.contains(where: { $0 == 0x25 || (plusIsSpace && $0 == 0x2B) || $0 >= 0x80 }) {
+            return String(decoding: part, as: UTF8.self)
+        }
         var out: [UInt8] = []
         out.reserveCapacity(part.count)
         var index = part.startIndex

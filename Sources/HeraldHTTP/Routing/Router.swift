@@ -42,16 +42,27 @@ public struct Router: Sendable {
     /// The most literal pattern wins, whatever the order routes were added in: `/units/events` is the
     /// stream (and `PUT /units/events` is 405), never the unit `events`.
     public func match(method: String, segments parts: [String]) -> Match {
-        let bound = routes.compactMap { route -> (route: Route, parameters: [String: String])? in
-            Self.bind(route.segments, to: parts).map { (route, $0) }
+        // One pass, no intermediate arrays: this runs for every request.
+        var bestLiterals = -1
+        var exact: (handler: Handler, parameters: [String: String])?
+        var viaGet: (handler: Handler, parameters: [String: String])?
+        var allowed: [String] = []
+        for route in routes where route.segments.count == parts.count {
+            guard let parameters = Self.bind(route.segments, to: parts) else { continue }
+            let literals = route.segments.count - parameters.count
+            if literals < bestLiterals { continue }
+            if literals > bestLiterals {
+                bestLiterals = literals
+                exact = nil
+                viaGet = nil
+                allowed.removeAll()
+            }
+            if route.method == method, exact == nil { exact = (route.handler, parameters) }
+            if method == "HEAD", route.method == "GET", viaGet == nil { viaGet = (route.handler, parameters) }
+            allowed.append(route.method)
         }
-        guard let literals = bound.map({ $0.route.segments.count - $0.parameters.count }).max() else { return .notFound }
-        let candidates = bound.filter { $0.route.segments.count - $0.parameters.count == literals }
-        if let exact = candidates.first(where: { $0.route.method == method })
-            ?? candidates.first(where: { method == "HEAD" && $0.route.method == "GET" }) {
-            return .handler(exact.route.handler, exact.parameters)
-        }
-        var allowed = candidates.map(\.route.method)
+        if let match = exact ?? viaGet { return .handler(match.handler, match.parameters) }
+        if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }
         return .methodNotAllowed(allowed: Array(Set(allowed + ["OPTIONS"])).sorted())
     }

@@ -53,6 +53,7 @@ extension HTTPServer {
             // a refusal is answered now: its connection closes, and no byte after the head is read.
             context.started = true
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
+            context.head = head
             do throws(Problem) {
                 let target = try RequestTarget(context.rawTarget)
                 context.target = target
@@ -91,7 +92,7 @@ extension HTTPServer {
         let request = Request(
             method: methodName, path: target.path, segments: target.segments,
             query: target.query.map { ($0.name, $0.value) },
-            headers: Self.values(connection, MHD_ValueKind.HEADER_KIND),
+            headers: context.head,
             body: context.body, id: requestIDs.next())
         let response = handler(request)
         logger.debug("request", metadata: [

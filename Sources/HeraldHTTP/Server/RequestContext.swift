@@ -5,6 +5,8 @@ final class RequestContext {
     let rawTarget: String
     /// The target, parsed in the first call.
     var target: RequestTarget?
+    /// The header fields as received, read once in the first call.
+    var head: [(name: String, value: String)] = []
     /// The access handler has seen the head (its first call is over).
     var started = false
     var body: [UInt8] = []
