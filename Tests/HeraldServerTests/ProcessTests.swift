@@ -4,13 +4,19 @@ import Testing
 
 /// Tests of the `herald` executable as a separate process, seen from outside.
 @Suite(.serialized) struct ProcessTests {
-    @Test func aThousandObserversGetEveryEventOfABurstWithFewThreads() throws {
+    /// A herald with one auction and 1,000 SSE observers of it, each past its snapshot.
+    func thousandWatchers() throws -> (HeraldProcess, HTTPClient, String, SSEFleet) {
         let herald = try HeraldProcess(arguments: ["--no-examples"])
         let client = HTTPClient(port: herald.port)
         let id = try #require(try client.post("/auctions", #"{"item":"load","countdownSeconds":3600}"#).json["id"] as? String)
         let fleet = try SSEFleet(port: herald.port, path: "/auctions/\(id)/events", count: 1000)
-        defer { fleet.close() }
         #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 1 } }, "every observer got its snapshot")
+        return (herald, client, id, fleet)
+    }
+
+    @Test func aThousandObserversGetEveryEventOfABurstWithFewThreads() throws {
+        let (herald, client, id, fleet) = try thousandWatchers()
+        defer { fleet.close() }
         #expect(try client.get("/health").json["observers"] as? Int == 1000)
 
         let burst = 50
@@ -52,12 +58,8 @@ import Testing
     }
 
     @Test func sigtermWithAThousandStreamsAndRequestsInFlightEndsEveryStreamCleanly() throws {
-        let herald = try HeraldProcess(arguments: ["--no-examples"])
-        let client = HTTPClient(port: herald.port)
-        let id = try #require(try client.post("/auctions", #"{"item":"load","countdownSeconds":3600}"#).json["id"] as? String)
-        let fleet = try SSEFleet(port: herald.port, path: "/auctions/\(id)/events", count: 1000)
+        let (herald, client, id, fleet) = try thousandWatchers()
         defer { fleet.close() }
-        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 1 } }, "every observer got its snapshot")
         // 50 requests on their own connections, in flight while the signal arrives.
         let port = herald.port
         let group = DispatchGroup()

@@ -5,15 +5,25 @@
 public struct RequestGuard: Sendable {
     /// Host names (`localhost`) or names with a port (`example.org:8080`) this server answers to;
     /// nil: any host.
-    public var allowedHosts: [String]?
+    public let allowedHosts: [String]?
+    /// Every `Host` value accepted as it is compared (lower case): each name alone and with the port
+    /// the server listens on, and each `name:port` given. One set look-up per request.
+    private let accepted: Set<String>?
 
-    public init(allowedHosts: [String]? = nil) {
-        self.allowedHosts = allowedHosts?.map { $0.lowercased() }
+    /// - Parameter port: the port the server listens on (a name alone also stands for `name:port`).
+    public init(allowedHosts: [String]? = nil, port: Int = 0) {
+        self.allowedHosts = allowedHosts
+        accepted = allowedHosts.map { hosts in
+            Set(hosts.flatMap { host -> [String] in
+                let lower = host.lowercased()
+                return Self.split(lower).1 == nil ? [lower, lower + ":" + String(port)] : [lower]
+            })
+        }
     }
 
     /// The problem that refuses this head, or nil when it may be served. `headers` are as received,
-    /// names unchanged; `port` is the port the server listens on.
-    public func check(version: String, headers: [(name: String, value: String)], authority: String?, port: Int) -> Problem? {
+    /// names unchanged.
+    public func check(version: String, headers: [(name: String, value: String)], authority: String?) -> Problem? {
         var contentLengths: [String] = []
         var transferEncodings: [String] = []
         var hosts: [String] = []
@@ -47,7 +57,7 @@ public struct RequestGuard: Sendable {
         if version == "HTTP/1.1", hosts.isEmpty { return Self.refuse(400, "an HTTP/1.1 request needs a Host header") }
         guard let host = authority ?? hosts.first else { return nil }
         guard Self.isValidHost(host) else { return Self.refuse(400, "the Host '\(Self.printable(host))' is not a host and port") }
-        if let allowedHosts, !Self.allows(allowedHosts, host: host.lowercased(), port: port) {
+        if let accepted, !accepted.contains(host.lowercased()) {
             return Self.refuse(421, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
         }
         return nil
@@ -57,12 +67,6 @@ public struct RequestGuard: Sendable {
     private static func equalsIgnoringCase(_ text: String, _ name: StaticString) -> Bool {
         let other = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         return text.utf8.count == other.count && zip(text.utf8, other).allSatisfy { ($0 | 0x20) == $1 }
-    }
-
-    private static func allows(_ allowed: [String], host: String, port: Int) -> Bool {
-        if allowed.contains(host) { return true }
-        let (name, hostPort) = split(host)
-        return allowed.contains(name) && (hostPort == nil || hostPort == String(port))
     }
 
     /// `name:port`, `[v6]:port`, or a name alone.

@@ -58,7 +58,7 @@ extension HTTPServer {
                 let target = try RequestTarget(context.rawTarget)
                 context.target = target
                 if let problem = requestGuard.check(version: version.map { String(cString: $0) } ?? "", headers: head,
-                                                    authority: target.authority, port: port) {
+                                                    authority: target.authority) {
                     return queue(problem.response, on: connection, method: methodName)
                 }
             } catch {

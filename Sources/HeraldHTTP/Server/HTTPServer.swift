@@ -16,7 +16,9 @@ public final class HTTPServer: Sendable {
     let handler: @Sendable (Request) -> Response
     let logger: Logger
     let streams = StreamRegistry()
-    let requestGuard: RequestGuard
+    /// Made again once the port is bound (port 0 picks one), before any request.
+    private let guardState: Mutex<RequestGuard>
+    var requestGuard: RequestGuard { guardState.withLock { $0 } }
     let requestIDs = RequestIDs()
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
@@ -28,7 +30,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
-        requestGuard = RequestGuard(allowedHosts: configuration.allowedHosts)
+        guardState = Mutex(RequestGuard(allowedHosts: configuration.allowedHosts, port: configuration.port))
     }
 
     /// The port the server listens on, once started.
@@ -63,7 +65,9 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError("cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed)")
         }
         daemon.withLock { $0 = Daemon(raw: raw) }
-        boundPort.store(Int(cmhd_bound_port(raw)), ordering: .relaxed)
+        let port = Int(cmhd_bound_port(raw))
+        boundPort.store(port, ordering: .relaxed)
+        guardState.withLock { $0 = RequestGuard(allowedHosts: configuration.allowedHosts, port: port) }
         streams.start(heartbeat: configuration.heartbeat)
         logger.debug("http server started", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
     }
