@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import HeraldServer
 import HeraldStore
@@ -79,6 +78,8 @@ struct HeraldCommand: ParsableCommand {
     }
 
     func run() throws {
+        // First, before any thread exists: a SIGTERM sent as soon as the server answers is never lost.
+        let termination = Termination()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -102,9 +103,6 @@ struct HeraldCommand: ParsableCommand {
         configuration.http.allowedHosts = allowedHosts == "*" ? nil : allowedHosts.flatMap(Self.hostList) ?? Self.loopbackHosts(host)
         configuration.examples = !noExamples
 
-        // Signals are caught before the port opens: a SIGTERM sent as soon as the server answers is
-        // never lost between listening and waiting.
-        let termination = Termination()
         let herald: Herald
         do {
             herald = try Herald(configuration: configuration, logger: logger)
@@ -157,26 +155,24 @@ struct HeraldCommand: ParsableCommand {
     }
 }
 
-/// SIGTERM and SIGINT, caught from the moment this is made until `wait()` returns.
+/// SIGTERM and SIGINT, held from the moment this is made until `wait()` takes one. They are blocked
+/// in the calling thread before any other thread exists, so every thread made later (libmicrohttpd's,
+/// the stream watcher, Dispatch's) inherits the block and no signal can end or escape the process
+/// between the port opening and the wait: `sigwait` takes it from the pending set.
 final class Termination {
-    private let stop = DispatchSemaphore(value: 0)
-    private var sources: [any DispatchSourceSignal] = []
+    private var signals = sigset_t()
 
     init() {
-        for signal in [SIGTERM, SIGINT] {
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
-            source.setEventHandler { [stop] in stop.signal() }
-            source.resume()
-            // The default action (ending the process at once) is turned off only once the source watches.
-            Foundation.signal(signal, SIG_IGN)
-            sources.append(source)
-        }
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
     }
 
     /// Blocks until SIGTERM or SIGINT.
     func wait() {
-        stop.wait()
-        sources.forEach { $0.cancel() }
+        var received: Int32 = 0
+        while sigwait(&signals, &received) != 0 {}
     }
 }
 
