@@ -1,6 +1,7 @@
 import HeraldHTTP
 import HeraldTestSupport
 import Testing
+import Synchronization
 
 @Suite struct SSEEncoderTests {
     @Test func encodesIdEventAndOneDataLine() {
@@ -82,4 +83,28 @@ import Testing
             #expect(router.respond(to: Request(method: "GET", path: "/units/a%2Fb", segments: ["units", "a/b"])).status == 200)
         }
     }
+}
+
+@Suite struct UnexpectedErrorTests {
+    struct Secret: Error, CustomStringConvertible { var description: String { "SQLITE_CORRUPT at /var/lib/herald" } }
+
+    @Test func aHandlersUnexpectedErrorIsLoggedWithTheRequestIdAndNotSent() throws {
+        let logged = LockedBox<[String]>([])
+        var router = Router { request, error in logged.mutate { $0.append("\(request.id): \(error)") } }
+        router.add("GET", "/boom") { _ in throw Secret() }
+        let response = router.respond(to: Request(method: "GET", path: "/boom", id: "req-7"))
+        #expect(response.status == 500)
+        guard case .bytes(let body) = response.body else { Issue.record("no body"); return }
+        let text = String(decoding: body, as: UTF8.self)
+        #expect(!text.contains("SQLITE") && !text.contains("/var/lib"), "\(text)")
+        #expect(text.contains(#""requestId":"req-7""#))
+        #expect(logged.value == ["req-7: SQLITE_CORRUPT at /var/lib/herald"])
+    }
+}
+
+final class LockedBox<Value: Sendable>: Sendable {
+    private let lock: Mutex<Value>
+    init(_ value: Value) { lock = Mutex(value) }
+    var value: Value { lock.withLock { $0 } }
+    func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&$0) } }
 }

@@ -206,3 +206,15 @@ import Testing
         #expect(try server.client().get("/health").status == 200)
     }
 }
+
+@Suite struct NotificationClockTests {
+    @Test func postedAtIsTheInjectedClocksTime() throws {
+        let clock = ManualClock(now: Date(timeIntervalSince1970: 1_444_396_193))
+        let server = try TestHerald(clock: clock)
+        let stream = try server.stream("/notifications/door/events")
+        clock.advance(by: 3600)
+        _ = try server.client().post("/notifications/door", #"{"userInfo":{}}"#)
+        let event = try stream.next(named: "notification")
+        #expect(event.json["postedAt"] as? String == "2015-10-09T14:09:53Z", "one clock for the event and its time")
+    }
+}
