@@ -141,3 +141,13 @@ import Testing
         #expect(try restarted.client().get("/trips/1").json["actualDeparture"] as? String == "9999-12-31T23:59:59Z")
     }
 }
+
+@Suite struct QueryValueTests {
+    @Test func anyStringIsAQueryValueAndEachParameterChecksItsOwn() throws {
+        let server = try TestHerald(examples: true)
+        let trips = try server.client().get("/trips?locale=0%00H%14%C3%94")
+        #expect(trips.status == 200, "an odd locale falls back to English")
+        #expect(try server.client().get("/events?topic=currency%00").status == 400, "a topic is checked")
+        #expect(try server.client().get("/units/sc%00out").status == 400, "a NUL in the path is refused")
+    }
+}

@@ -51,16 +51,17 @@ public struct RequestTarget: Sendable, Equatable {
         let pathBytes = rest[..<(queryStart ?? rest.endIndex)]
         var segments: [String] = []
         for part in pathBytes.split(separator: 0x2F, omittingEmptySubsequences: true) {
-            let decoded = try Self.decode(part, plusIsSpace: false)
+            let decoded = try Self.decode(part, plusIsSpace: false, allowNUL: false)
             segments.append(decoded)
         }
         var query: [Argument] = []
         if let queryStart {
             for pair in rest[(queryStart + 1)...].split(separator: 0x26, omittingEmptySubsequences: true) {
                 let equals = pair.firstIndex(of: 0x3D)
-                let name = try Self.decode(pair[..<(equals ?? pair.endIndex)], plusIsSpace: true)
+                // A query value is any string: each parameter's own check says what it accepts.
+                let name = try Self.decode(pair[..<(equals ?? pair.endIndex)], plusIsSpace: true, allowNUL: true)
                 var value = ""
-                if let equals { value = try Self.decode(pair[(equals + 1)...], plusIsSpace: true) }
+                if let equals { value = try Self.decode(pair[(equals + 1)...], plusIsSpace: true, allowNUL: true) }
                 query.append(Argument(name: name, value: value))
             }
         }
@@ -75,8 +76,9 @@ public struct RequestTarget: Sendable, Equatable {
         return (0...(bytes.count - needle.count)).first { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
     }
 
-    /// Percent-decodes one segment or argument: well-formed escapes only, no NUL, valid UTF-8.
-    static func decode(_ part: ArraySlice<UInt8>, plusIsSpace: Bool) throws(Problem) -> String {
+    /// Percent-decodes one segment or argument: well-formed escapes only, valid UTF-8, and no NUL in a
+    /// path segment (which C code would read as the end of the path).
+    static func decode(_ part: ArraySlice<UInt8>, plusIsSpace: Bool, allowNUL: Bool) throws(Problem) -> String {
         // Most segments have nothing to decode: one string, no buffer.
         if !part.contains(where: { $0 == 0x25 || (plusIsSpace && $0 == 0x2B) || $0 >= 0x80 }) {
             return String(decoding: part, as: UTF8.self)
@@ -91,7 +93,7 @@ public struct RequestTarget: Sendable, Equatable {
                     throw Problem(status: 400, detail: "the request target has a malformed percent-escape")
                 }
                 let decoded = high << 4 | low
-                guard decoded != 0 else { throw Problem(status: 400, detail: "the request target has an encoded NUL (%00)") }
+                guard decoded != 0 || allowNUL else { throw Problem(status: 400, detail: "the request path has an encoded NUL (%00)") }
                 out.append(decoded)
                 index += 3
             } else {
