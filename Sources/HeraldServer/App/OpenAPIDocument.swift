@@ -924,7 +924,7 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     UriTooLong:
-      description: The request target is longer than 8 KiB.
+      description: The request target is longer than 8 KiB (problem+json; libmicrohttpd's own HTML when the request line does not fit the connection's memory at all).
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
