@@ -928,6 +928,8 @@ components:
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
+        text/html:
+          schema: { type: string }
     Misdirected:
       description: "`Host` names a host this server is not configured to answer (`--allowed-hosts`)."
       content:
