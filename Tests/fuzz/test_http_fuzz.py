@@ -178,6 +178,15 @@ SHAPES = [  # the issues' findings, kept in the corpus
     b"PUT /units/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{\"a\":1,}",
     b"OPTIONS /units HTTP/1.1\r\nHost: x\r\nAccess-Control-Request-Headers: " + b"a, " * 2000 + b"b\r\n\r\n",
     b"\x01\x02GARBAGE \x7f\r\n\r\n",
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n",
+    b"PUT /units/evil HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    b"PUT /units/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 19\r\n\r\n{\"name\":1,\"name\":2}",
+    b"POST /auctions/1/bids HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 33\r\n\r\n"
+    b"{\"bidder\":\"a\",\"amount\":1e-400}",
+    b"GET /auctions/1%00junk HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /events?topic=units/&topic=notifications/.. HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /trips/1 HTTP/1.1\r\nHost: x\r\n: \r\nHost: \r\n\r\n",
 ]
 
 
