@@ -3,6 +3,7 @@ import HeraldDomain
 import HeraldServer
 import HeraldTestSupport
 import Logging
+import Synchronization
 
 /// A real Herald on 127.0.0.1, port 0, in this process.
 final class TestHerald {
@@ -65,24 +66,30 @@ func heraldExecutable() -> URL {
     return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald")
 }
 
-/// `herald` as a child process on a free port, for tests that look at the process from outside.
+/// `herald` as a child process. It binds port 0 itself and the port is read from its log: choosing a
+/// free port here and passing it on would race with every other server the parallel tests start
+/// (a check of /health could then reach one of theirs).
 final class HeraldProcess {
     let process = Process()
     let port: Int
+    private let errors = Pipe()
 
     /// Starts `herald` in memory, or on `dataDirectory` when given.
     init(arguments: [String] = [], dataDirectory: String? = nil) throws {
-        port = try Self.freePort()
         process.executableURL = heraldExecutable()
         let store = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
-        process.arguments = ["--port", String(port), "--log-level", "warning"] + store + arguments
+        process.arguments = ["--port", "0", "--log-level", "info"] + store + arguments
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        let log = LogLines()
+        errors.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
         try process.run()
-        let port = port
-        guard eventually(timeout: 10, { (try? HTTPClient(port: port).get("/health").status) == 200 }) else {
+        let child = process
+        guard eventually(timeout: 10, { log.listeningPort != nil || !child.isRunning }), let port = log.listeningPort else {
             process.terminate()
-            throw TestError("herald did not start")
+            throw TestError("herald did not start: \(log.text.suffix(2000))")
         }
+        self.port = port
     }
 
     deinit {
@@ -90,6 +97,7 @@ final class HeraldProcess {
             process.terminate()
             process.waitUntilExit()
         }
+        errors.fileHandleForReading.readabilityHandler = nil
     }
 
     /// A field of /proc/PID/status, such as `Threads` or `VmRSS` (kB).
@@ -98,18 +106,20 @@ final class HeraldProcess {
         let line = text.split(separator: "\n").first { $0.hasPrefix(field + ":") }
         return line?.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
     }
+}
 
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw TestError("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+/// What a child herald wrote to standard error, kept as it arrives (the pipe never fills).
+final class LogLines: Sendable {
+    private let state = Mutex<[UInt8]>([])
+
+    func append(_ data: Data) { state.withLock { $0.append(contentsOf: data) } }
+
+    var text: String { state.withLock { String(decoding: $0, as: UTF8.self) } }
+
+    /// The port from the `herald listening` line (`http.port=N`), once it is written.
+    var listeningPort: Int? {
+        guard let line = text.split(separator: "\n").first(where: { $0.contains("herald listening") }),
+              let range = line.range(of: "http.port=") else { return nil }
+        return Int(line[range.upperBound...].prefix { $0.isNumber })
     }
 }
