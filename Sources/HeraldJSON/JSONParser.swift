@@ -229,8 +229,8 @@ struct JSONParser {
             }
             exponent += sign * value
         }
-        while let first = digits.first, first == 0 { digits.removeFirst() }
-        if digits.isEmpty { return 0 }
+        guard let firstNonZero = digits.firstIndex(where: { $0 != 0 }) else { return 0 }
+        digits.removeSubrange(..<firstNonZero)
         while exponent < 0, digits.last == 0 { digits.removeLast(); exponent += 1 }
         guard exponent >= 0, digits.count + exponent <= 19 else { return nil }
         var magnitude: UInt64 = 0

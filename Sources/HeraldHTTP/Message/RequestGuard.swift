@@ -3,16 +3,15 @@
 /// (DNS rebinding). A refused request is answered and its connection closed, so no byte after the
 /// head is ever read as another request.
 public struct RequestGuard: Sendable {
-    /// Host names (`localhost`) or names with a port (`example.org:8080`) this server answers to;
-    /// nil: any host.
-    public let allowedHosts: [String]?
     /// Every `Host` value accepted as it is compared (lower case): each name alone and with the port
-    /// the server listens on, and each `name:port` given. One set look-up per request.
+    /// the server listens on, and each `name:port` given; nil: any host. One set look-up per request.
     private let accepted: Set<String>?
 
-    /// - Parameter port: the port the server listens on (a name alone also stands for `name:port`).
+    /// - Parameters:
+    ///   - allowedHosts: host names (`localhost`) or names with a port (`example.org:8080`) this server
+    ///     answers to; nil: any host.
+    ///   - port: the port the server listens on (a name alone also stands for `name:port`).
     public init(allowedHosts: [String]? = nil, port: Int = 0) {
-        self.allowedHosts = allowedHosts
         accepted = allowedHosts.map { hosts in
             Set(hosts.flatMap { host -> [String] in
                 let lower = host.lowercased()
@@ -21,15 +20,16 @@ public struct RequestGuard: Sendable {
         }
     }
 
-    /// The problem that refuses this head, or nil when it may be served. `headers` are as received,
-    /// names unchanged.
-    public func check(version: String, headers: [(name: String, value: String)], authority: String?) -> Problem? {
+    /// Throws the problem that refuses this head; else returns the declared `Content-Length` (nil when
+    /// there is none, or it is past `Int`, which libmicrohttpd has answered itself). `headers` are as
+    /// received, names unchanged.
+    public func check(version: String, headers: [(name: String, value: String)], authority: String?) throws(Problem) -> Int? {
         var contentLengths: [String] = []
         var transferEncodings: [String] = []
         var hosts: [String] = []
         for header in headers {
             guard Self.isToken(header.name) else {
-                return Self.refuse(400, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
+                throw Self.refuse(400, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
             }
             // Only the three names that matter are compared (no lower-casing of every name).
             switch header.name.utf8.count {
@@ -41,26 +41,27 @@ public struct RequestGuard: Sendable {
         }
         if !transferEncodings.isEmpty {
             if !contentLengths.isEmpty {
-                return Self.refuse(400, "Content-Length and Transfer-Encoding together make the body's length ambiguous")
+                throw Self.refuse(400, "Content-Length and Transfer-Encoding together make the body's length ambiguous")
             }
-            guard version == "HTTP/1.1" else { return Self.refuse(400, "Transfer-Encoding needs HTTP/1.1") }
+            guard version == "HTTP/1.1" else { throw Self.refuse(400, "Transfer-Encoding needs HTTP/1.1") }
             let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() }
             guard codings == ["chunked"] else {
-                return Self.refuse(501, "the only transfer coding Herald reads is chunked, alone, not '\(Self.printable(transferEncodings.joined(separator: ", ")))'")
+                throw Self.refuse(501, "the only transfer coding Herald reads is chunked, alone, not '\(Self.printable(transferEncodings.joined(separator: ", ")))'")
             }
         }
-        if contentLengths.count > 1 { return Self.refuse(400, "more than one Content-Length") }
+        if contentLengths.count > 1 { throw Self.refuse(400, "more than one Content-Length") }
         if let length = contentLengths.first, length.isEmpty || !length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-            return Self.refuse(400, "Content-Length must be digits, not '\(Self.printable(length))'")
+            throw Self.refuse(400, "Content-Length must be digits, not '\(Self.printable(length))'")
         }
-        if hosts.count > 1 { return Self.refuse(400, "more than one Host header") }
-        if version == "HTTP/1.1", hosts.isEmpty { return Self.refuse(400, "an HTTP/1.1 request needs a Host header") }
-        guard let host = authority ?? hosts.first else { return nil }
-        guard Self.isValidHost(host) else { return Self.refuse(400, "the Host '\(Self.printable(host))' is not a host and port") }
+        if hosts.count > 1 { throw Self.refuse(400, "more than one Host header") }
+        if version == "HTTP/1.1", hosts.isEmpty { throw Self.refuse(400, "an HTTP/1.1 request needs a Host header") }
+        let declared = contentLengths.first.flatMap { Int($0) }
+        guard let host = authority ?? hosts.first else { return declared }
+        guard Self.isValidHost(host) else { throw Self.refuse(400, "the Host '\(Self.printable(host))' is not a host and port") }
         if let accepted, !accepted.contains(host.lowercased()) {
-            return Self.refuse(421, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
+            throw Self.refuse(421, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
         }
-        return nil
+        return declared
     }
 
     /// ASCII case-insensitive equality with a lower-case `name`.

@@ -54,20 +54,18 @@ extension HTTPServer {
             context.started = true
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
             context.head = head
+            let declaredLength: Int?
             do throws(Problem) {
                 let target = try RequestTarget(context.rawTarget)
                 context.target = target
-                if let problem = requestGuard.check(version: version.map { String(cString: $0) } ?? "", headers: head,
-                                                    authority: target.authority) {
-                    return queue(problem.response, on: connection, method: methodName)
-                }
+                declaredLength = try requestGuard.check(version: version.map { String(cString: $0) } ?? "", headers: head,
+                                                        authority: target.authority)
             } catch {
                 var response = error.response
-                response.headers.append(("Connection", "close"))
+                if response.header("Connection") == nil { response.headers.append(("Connection", "close")) }
                 return queue(response, on: connection, method: methodName)
             }
-            if let length = head.first(where: { $0.name.lowercased() == "content-length" }).flatMap({ Int($0.value) }),
-               length > configuration.bodyLimit {
+            if let declaredLength, declaredLength > configuration.bodyLimit {
                 return queue(tooLarge(), on: connection, method: methodName)
             }
             return MHD_Result.YES
