@@ -79,12 +79,18 @@ public final class Hub: Sendable {
         var subjects: [String: Subject] = [:]
         var observerCount = 0
         var nextObserverId: UInt64 = 1
+        /// Published events not yet queued to their observers, oldest first.
+        var undelivered: [Event] = []
     }
 
     /// How many past events are kept for replay.
     public let historyLimit: Int
     private let encoder: Event.Encoder?
     private let state = Mutex(State())
+    /// Called when an event starts waiting for delivery; nil: `publish` delivers.
+    private let deliverySignal = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Held while delivering, so batches are queued one after another, in order.
+    private let delivering = Mutex(())
 
     /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
     public init(historyLimit: Int = 10_000, encoder: Event.Encoder? = nil) {
@@ -144,12 +150,15 @@ public final class Hub: Sendable {
 
     /// Publishes one event on `topic` and applies `updates` in the same step. The event gets `id` when
     /// given (a number the caller reserved, higher than any before), else the next sequence number.
+    ///
+    /// The event is numbered, kept and applied at once; it reaches the observers in `deliver()`. Without
+    /// a delivery signal (`deliverWhenSignalled`) this call delivers before it returns; with one, it only
+    /// calls the signal, once for each batch of events waiting, and whoever owns delivery calls `deliver()`.
     @discardableResult
     public func publish(
         id: UInt64? = nil, topic: String, name: String, tags: [String] = [], updates: [Update] = [], data: [UInt8]
     ) -> Event {
-        var wakers: [(Waker, Bool)] = []
-        let event = state.withLock { state -> Event in
+        let (event, firstWaiting) = state.withLock { state -> (Event, Bool) in
             state.sequence = max(id ?? state.sequence + 1, state.sequence + 1)
             let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags, encoder: encoder)
             if state.history.count >= historyLimit { _ = state.history.removeFirst() }
@@ -158,26 +167,78 @@ public final class Hub: Sendable {
             // The event's own topic and every topic above it ("units/7" → "units").
             var cursor = Substring(topic)
             while true {
-                if var subject = state.subjects[String(cursor)] {
-                    subject.lastEventId = event.id
-                    state.subjects[String(cursor)] = subject
-                    for observer in subject.observers.values where observer.filter?(event) ?? true {
+                state.subjects[String(cursor)]?.lastEventId = event.id
+                guard let slash = cursor.lastIndex(of: "/") else { break }
+                cursor = cursor[..<slash]
+            }
+            state.undelivered.append(event)
+            return (event, state.undelivered.count == 1)
+        }
+        if let signal = deliverySignal.withLock({ $0 }) {
+            if firstWaiting { signal() }
+        } else {
+            deliver()
+        }
+        return event
+    }
+
+    /// Makes `publish` leave delivery to the caller of `deliver()`: `signal` is called (outside every
+    /// lock) when an event starts waiting for it. Set once, before publishing.
+    public func deliverWhenSignalled(_ signal: @escaping @Sendable () -> Void) {
+        deliverySignal.withLock { $0 = signal }
+    }
+
+    /// Whether events wait for `deliver()`.
+    public var hasUndelivered: Bool { state.withLock { !$0.undelivered.isEmpty } }
+
+    /// Queues every published event that is waiting to its observers, in order, and calls their wakers.
+    /// The hub's lock is held only to take the batch and the observer sets (copy-on-write, so no copy),
+    /// never while queueing: a publisher never waits for fan-out.
+    ///
+    /// An observer that joined after an event was published is in the sets taken, but it skips the
+    /// event: its first events (snapshot or replay) already cover everything up to when it joined.
+    public func deliver() {
+        delivering.withLock { _ in
+            let (events, audiences) = state.withLock { state -> ([Event], [String: [[UInt64: Observer]]]) in
+                guard !state.undelivered.isEmpty else { return ([], [:]) }
+                let events = state.undelivered
+                state.undelivered = []
+                var audiences: [String: [[UInt64: Observer]]] = [:]
+                for event in events where audiences[event.topic] == nil {
+                    var sets: [[UInt64: Observer]] = []
+                    var cursor = Substring(event.topic)
+                    while true {
+                        if let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty { sets.append(observers) }
+                        guard let slash = cursor.lastIndex(of: "/") else { break }
+                        cursor = cursor[..<slash]
+                    }
+                    audiences[event.topic] = sets
+                }
+                return (events, audiences)
+            }
+            guard !events.isEmpty else { return }
+            var wakers: [(Waker, Bool)] = []
+            var overflowed: [Observer] = []
+            for event in events {
+                for observers in audiences[event.topic] ?? [] {
+                    for observer in observers.values where observer.filter?(event) ?? true {
                         switch observer.enqueue(event) {
                         case .queued, .skipped: break
                         case .wake(let waker): wakers.append((waker, false))
                         case .overflowed(let waker):
-                            Self.remove(observer, from: &state)
+                            overflowed.append(observer)
                             if let waker { wakers.append((waker, true)) }
                         }
                     }
                 }
-                guard let slash = cursor.lastIndex(of: "/") else { break }
-                cursor = cursor[..<slash]
             }
-            return event
+            if !overflowed.isEmpty {
+                state.withLock { state in
+                    for observer in overflowed { Self.remove(observer, from: &state) }
+                }
+            }
+            for (waker, ended) in wakers { waker(ended) }
         }
-        for (waker, ended) in wakers { waker(ended) }
-        return event
     }
 
     /// Adds an observer of `topics`. It first receives, in its queue, the snapshots or the replay
@@ -196,7 +257,9 @@ public final class Hub: Sendable {
                 // before the first event sends a Last-Event-ID and misses nothing.
                 initial.append(Event(id: state.sequence, topic: topics.first ?? "", name: Event.position, data: [], encoder: encoder))
             }
-            observer.enqueueInitial(initial)
+            // Everything published so far is in `initial` or not for this observer: an event still waiting
+            // for delivery must not reach it again.
+            observer.enqueueInitial(initial, coveringUpTo: state.sequence)
             for topic in Set(topics) { state.subjects[topic, default: Subject()].observers[observer.id] = observer }
             state.observerCount += 1
             return observer

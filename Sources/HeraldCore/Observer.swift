@@ -67,13 +67,12 @@ final class Observer: Sendable {
         }
     }
 
-    /// Queues the first events (replay or snapshots) without counting them against the limit.
-    func enqueueInitial(_ events: [Event]) {
+    /// Queues the first events (replay or snapshots) without counting them against the limit; later
+    /// events up to `sequence` are skipped, as the first events cover them.
+    func enqueueInitial(_ events: [Event], coveringUpTo sequence: UInt64) {
         state.withLock { state in
-            for event in events {
-                state.queue.append(event)
-                state.lastQueued = max(state.lastQueued, event.id)
-            }
+            for event in events { state.queue.append(event) }
+            state.lastQueued = max(state.lastQueued, sequence, events.last?.id ?? 0)
             state.initial += events.count
         }
     }

@@ -44,6 +44,27 @@ public final class Subscription: Sendable {
         }
     }
 
+    /// Hands queued events to `body`, oldest first, until it returns false (that event is taken too)
+    /// or the queue is empty. `body` runs under the subscription's lock: it must only copy.
+    /// - Returns: `.events([])` when events were taken (the array stays empty), `.idle` when there were
+    ///   none (the waker will be called), `.ended` when the subscription is over.
+    public func drain(_ body: (Event) -> Bool) -> Poll {
+        observer.state.withLock { state in
+            if let end = state.end { return .ended(end) }
+            if state.queue.isEmpty {
+                state.waiting = true
+                return .idle
+            }
+            var taken = 0
+            while let event = state.queue.removeFirst() {
+                taken += 1
+                if !body(event) { break }
+            }
+            state.initial = max(0, state.initial - taken)
+            return .events([])
+        }
+    }
+
     /// Stops the subscription and removes it from its subjects. Safe to call more than once.
     public func cancel() {
         hub.remove(observer)

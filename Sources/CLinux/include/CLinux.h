@@ -5,6 +5,13 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <malloc.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
 /* Linux calls Swift does not see through Glibc. epoll: each registration carries a
    64-bit token, and waiting returns tokens and event bits. */
@@ -15,6 +22,7 @@ static const uint32_t CEPOLL_RDHUP = EPOLLRDHUP;
 static const uint32_t CEPOLL_HUP = EPOLLHUP;
 static const uint32_t CEPOLL_ERR = EPOLLERR;
 static const uint32_t CEPOLL_ONESHOT = EPOLLONESHOT;
+static const uint32_t CEPOLL_ET = EPOLLET;
 
 static inline int cepoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -56,5 +64,22 @@ static inline int cepoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int 
 
 /// Returns free heap memory to the system (glibc keeps it otherwise); true if some was returned.
 static inline int clinux_malloc_trim(void) { return malloc_trim(0); }
+
+/// A second descriptor for `fd`'s socket, close-on-exec, or -1. The socket stays open until both are closed.
+static inline int clinux_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
+
+/// Sends small writes at once: Nagle off, no cork left from an earlier response.
+static inline void clinux_send_immediately(int fd)
+{
+    int on = 1, off = 0;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+}
+
+/// Lowers the calling thread's scheduling priority (its nice value; Linux schedules threads one by one).
+static inline int clinux_nice_this_thread(int nice)
+{
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
 
 #endif

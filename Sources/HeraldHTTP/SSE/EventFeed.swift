@@ -11,23 +11,25 @@ public struct SSEMessage: Sendable, Equatable {
     }
 }
 
-/// What a feed has for its stream.
+/// What a feed did when asked for its frames.
 public enum FeedPoll: Sendable {
-    /// Encoded SSE messages (see `SSEEncoder`), each usually shared by every stream that sends it.
-    case frames([[UInt8]])
-    /// Nothing now: the feed calls its waker once when it has something (or has finished).
+    /// Frames were appended; more may be queued.
+    case taken
+    /// Nothing is queued: the feed calls its waker once when something is (or when it has finished).
     case idle
     /// The feed is over; the stream closes and the client may reconnect.
     case finished
 }
 
-/// The source of an SSE stream. The HTTP layer polls it when it can write, suspends the connection
-/// when it is idle, and resumes it when the feed calls the waker.
+/// The source of an SSE stream. The stream engine takes its frames when the socket can be written,
+/// and sleeps on it when it is idle until the feed calls the waker.
 public protocol EventFeed: AnyObject, Sendable {
-    func poll(limit: Int) -> FeedPoll
+    /// Appends encoded SSE messages (see `SSEEncoder`) to `out`, oldest first, until `out` holds at
+    /// least `limit` bytes or nothing is left.
+    func take(into out: inout [UInt8], limit: Int) -> FeedPoll
     /// Sets the function to call when an idle feed has something (`false`) or when the feed is over
-    /// (`true`: the connection is closed even if it is busy writing). It may be called from any thread.
+    /// (`true`: the stream is closed even if it is busy writing). It may be called from any thread.
     func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void)
-    /// The connection is gone: release what the feed holds. Called exactly once.
+    /// The stream is gone: release what the feed holds. Called exactly once.
     func close()
 }

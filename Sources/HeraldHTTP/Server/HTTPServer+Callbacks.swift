@@ -1,3 +1,4 @@
+import CLinux
 import CMicroHTTPD
 import Foundation
 import HeraldJSON
@@ -17,19 +18,6 @@ extension HTTPServer {
         guard let contextPointer, let raw = contextPointer.pointee else { return }
         Unmanaged<RequestContext>.fromOpaque(raw).release()
         contextPointer.pointee = nil
-    }
-
-    static let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
-        guard let cls, let buffer else { return Int(CMHD_CONTENT_READER_END_WITH_ERROR) }
-        let stream = Unmanaged<StreamConnection>.fromOpaque(cls).takeUnretainedValue()
-        return stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
-    }
-
-    static let streamReleased: MHD_ContentReaderFreeCallback = { cls in
-        guard let cls else { return }
-        let stream = Unmanaged<StreamConnection>.fromOpaque(cls).takeRetainedValue()
-        stream.released()
-        stream.registry.remove(stream)
     }
 
     /// Runs first for every request, with the target as the client sent it: keeps a copy, and keeps
@@ -123,24 +111,7 @@ extension HTTPServer {
                 MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
             }
         case .eventStream(let feed):
-            let stream = StreamConnection(
-                token: streams.makeToken(), feed: feed, connection: ConnectionPointer(raw: connection),
-                socket: cmhd_connection_fd(connection), preamble: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds),
-                chunked: chunked, registry: streams)
-            let context = Unmanaged.passRetained(stream)
-            mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 16 * 1024, HTTPServer.streamReader,
-                                                            context.toOpaque(), HTTPServer.streamReleased)
-            if mhdResponse == nil {
-                context.release()
-                feed.close()
-            } else {
-                // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
-                feed.setWaker { finished in finished ? stream.close(.abort) : stream.wake() }
-                // The connection keeps the daemon's timeout: a suspended stream never times out, an active
-                // one only when its client stops reading for that long. A per-connection timeout would put
-                // every stream on a list libmicrohttpd walks on each pass of its loop.
-                streams.add(stream)
-            }
+            return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited)
         }
         guard let mhdResponse else { return MHD_Result.NO }
         defer { MHD_destroy_response(mhdResponse) }
@@ -148,6 +119,38 @@ extension HTTPServer {
             _ = MHD_add_response_header(mhdResponse, header.name, header.value)
         }
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    /// Gives an SSE stream's socket to the stream engine: a second descriptor of it, the head and the
+    /// first bytes (the preamble, and the snapshot or replay already queued) to write. Returning
+    /// `MHD_NO` then makes libmicrohttpd drop its connection without a byte (connection.c:3070–3084,
+    /// `connection_close_error`), release its memory pool, and close only its own descriptor: with
+    /// `MHD_USE_TURBO` it does not `shutdown` the socket (connection.c:796), and it removes the
+    /// socket from its epoll set before closing (daemon.c:3824). A request pipelined after a stream
+    /// is never answered, as a stream does not end.
+    private func handOver(_ feed: any EventFeed, head headers: [(name: String, value: String)], connection: OpaquePointer,
+                          framing: StreamFraming) -> MHD_Result {
+        let cors = headers.filter { $0.name.hasPrefix("Access-Control") }
+        let socket = clinux_dup(cmhd_connection_fd(connection))
+        guard socket >= 0, streams.count < streams.limit else {
+            if socket >= 0 { close(socket) }
+            feed.close()
+            return queue(Problem(status: 503, detail: "the server holds as many streams as it can; reconnect later",
+                                 headers: [("Retry-After", "5")] + cors).response, on: connection, method: "GET")
+        }
+        var start = StreamHead.bytes(headers: headers, framing: framing)
+        var body = EventStream.buffer()
+        body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
+        _ = feed.take(into: &body, limit: EventStream.writeSize)
+        let offset = EventStream.frame(&body, framing)
+        start.append(contentsOf: body[offset...])
+        guard streams.add(socket: socket, framing: framing, feed: feed, start: start) else {
+            close(socket)
+            feed.close()
+            return queue(Problem(status: 503, detail: "the server is shutting down; reconnect to another or later",
+                                 headers: [("Retry-After", "1"), ("Connection", "close")] + cors).response, on: connection, method: "GET")
+        }
+        return MHD_Result.NO
     }
 
     /// Every key/value pair of one kind (headers, query arguments), in order.

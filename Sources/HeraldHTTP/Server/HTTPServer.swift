@@ -5,7 +5,8 @@ import Logging
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: one epoll thread, keep-alive, bodies read in chunks with a
-/// limit, and SSE streams that are suspended while idle (no thread or polling per stream).
+/// limit. An SSE stream's socket is handed to the `StreamEngine` once its request is read: one more
+/// thread writes every stream.
 public final class HTTPServer: Sendable {
     struct Daemon: @unchecked Sendable {
         // Only passed to libmicrohttpd's thread-safe functions (info, stop).
@@ -15,7 +16,8 @@ public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     let handler: @Sendable (Request) -> Response
     let logger: Logger
-    let streams = StreamRegistry()
+    /// The SSE streams, once their sockets are handed over.
+    public let streams: StreamEngine
     /// Made again once the port is bound (port 0 picks one), before any request.
     private let guardState: Mutex<RequestGuard>
     var requestGuard: RequestGuard { guardState.withLock { $0 } }
@@ -30,6 +32,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
+        streams = StreamEngine(limit: Self.streamLimit(configuration.connectionLimit))
         guardState = Mutex(RequestGuard(allowedHosts: configuration.allowedHosts, port: configuration.port))
     }
 
@@ -48,7 +51,9 @@ public final class HTTPServer: Sendable {
         }
         defer { freeaddrinfo(info) }
         let isIPv6 = address.pointee.ai_family == AF_INET6
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        // TURBO: libmicrohttpd does not `shutdown` a socket it closes (connection.c:796), so a stream's
+        // socket, handed to the engine as a second descriptor, outlives libmicrohttpd's connection.
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_TURBO.rawValue
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         if logger.logLevel <= .debug { flags |= MHD_USE_ERROR_LOG.rawValue }
         let settings = cmhd_daemon_settings(
@@ -74,8 +79,6 @@ public final class HTTPServer: Sendable {
 
     /// Stops: refuses new streams and connections, ends every stream cleanly (the chunked body's last
     /// chunk), waits up to `grace` for them to finish, then cuts off the ones whose clients do not read.
-    /// libmicrohttpd is stopped only when no stream is left suspended (microhttpd.h: stopping with
-    /// suspended connections is an API violation).
     public func stop(grace: Duration = .seconds(5)) {
         guard let raw = daemon.withLock({ $0 })?.raw else { return }
         draining.store(true, ordering: .sequentiallyConsistent)
@@ -85,12 +88,12 @@ public final class HTTPServer: Sendable {
         let deadline = clock.now + grace
         // Again on every pass: a stream whose response was being made when draining began joins late.
         while streams.count > 0, clock.now < deadline {
-            for stream in streams.all { stream.close(.graceful) }
+            streams.closeAll(.graceful)
             Thread.sleep(forTimeInterval: 0.01)
         }
         let cutOff = clock.now + .seconds(2)
         while streams.count > 0, clock.now < cutOff {
-            for stream in streams.all { stream.close(.abort) }
+            streams.closeAll(.abort)
             Thread.sleep(forTimeInterval: 0.01)
         }
         if streams.count > 0 { logger.error("streams still open when the server stopped", metadata: ["http.streams": "\(streams.count)"]) }
@@ -99,6 +102,20 @@ public final class HTTPServer: Sendable {
         MHD_stop_daemon(raw)
         Unmanaged.passUnretained(self).release()
         logger.debug("http server stopped")
+    }
+
+    /// Streams the engine holds at most: the open-file limit less room for ordinary connections, the
+    /// store and logs. libmicrohttpd does not count the streams it handed over, and when it has no
+    /// connection of its own and `accept` fails for want of descriptors it retries in a busy loop
+    /// (daemon.c:3663): the reserve keeps descriptors for it.
+    static func streamLimit(_ connectionLimit: Int?) -> Int {
+        max(min(connectionLimit ?? Int.max, openFileLimit() - 256), 16)
+    }
+
+    static func openFileLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(min(limit.rlim_cur, 1 << 20))
     }
 
     /// The open-file limit less a reserve for the store, logs and timers.

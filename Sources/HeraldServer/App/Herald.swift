@@ -74,6 +74,10 @@ public final class Herald: Sendable {
                                  queueLimit: configuration.observerQueueLimit, startedAt: startedAt, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, router: router)
         server = HTTPServer(configuration: configuration.http, logger: logger) { request in cors.respond(to: request) }
+        // A publish only signals the stream engine; its thread fans the event out and writes it.
+        let streams = server.streams
+        streams.beforeWriting { hub.deliver() }
+        hub.deliverWhenSignalled { streams.signal() }
         if configuration.examples, stored.records.isEmpty, stored.lastSequence == 0 { try createExamples() }
     }
 

@@ -1,7 +1,8 @@
 import HeraldCore
 import HeraldHTTP
 
-/// An observer seen as an SSE feed: each core event becomes one message, its shared data untouched.
+/// An observer seen as an SSE feed: each core event becomes one message, its shared frame copied
+/// straight into the stream's write buffer.
 final class SubscriptionFeed: EventFeed {
     private let subscription: Subscription
     private let localizer: TripLocalizer?
@@ -11,14 +12,15 @@ final class SubscriptionFeed: EventFeed {
         self.localizer = localizer
     }
 
-    func poll(limit: Int) -> FeedPoll {
-        switch subscription.poll(limit: limit) {
-        case .events(let events):
-            .frames(localizer.map { localizer in events.map { localizer.frame(for: $0) ?? $0.frame } } ?? events.map(\.frame))
-        case .idle:
-            .idle
-        case .ended:
-            .finished
+    func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
+        let poll = subscription.drain { event in
+            if let localizer, let frame = localizer.frame(for: event) { out.append(contentsOf: frame) } else { out.append(contentsOf: event.frame) }
+            return out.count < limit
+        }
+        switch poll {
+        case .events: return .taken
+        case .idle: return .idle
+        case .ended: return .finished
         }
     }
 

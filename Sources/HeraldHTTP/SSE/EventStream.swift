@@ -1,0 +1,141 @@
+import Glibc
+import Synchronization
+
+/// How a stream's body is delimited.
+enum StreamFraming: Sendable {
+    /// HTTP/1.1: each write is one chunk; a clean end is the last chunk.
+    case chunked
+    /// HTTP/1.0: the body is the bytes until the connection closes.
+    case closeDelimited
+}
+
+/// One SSE stream after libmicrohttpd handed its socket over. Everything but `scheduled` belongs to the
+/// engine's thread; other threads reach a stream only through `StreamEngine.wake`.
+final class EventStream: @unchecked Sendable {
+    enum Closing: Comparable {
+        /// Server shutdown: end the body cleanly.
+        case graceful
+        /// The client left, stopped reading or fell behind: drop the connection.
+        case abort
+    }
+
+    /// Bytes kept free in front of each write buffer for its chunk-size line.
+    static let headroom = 10
+    /// About this many bytes are taken from the feed for one write.
+    static let writeSize = 64 * 1024
+    /// A client that sends more than this after its request is not an SSE client.
+    static let inputLimit = 64 * 1024
+
+    let token: UInt64
+    let socket: Int32
+    let framing: StreamFraming
+    let feed: any EventFeed
+    /// In the engine's inbox already: a second wake-up adds nothing.
+    let scheduled = Atomic<Bool>(false)
+
+    /// The bytes being written and how many of them are out; `out` is emptied (and freed) when done.
+    var out: [UInt8]
+    var sent = 0
+    /// The socket's buffer was full: the engine waits for EPOLLOUT before writing more.
+    var blocked = false
+    /// Heartbeat rounds in a row that found the stream blocked.
+    var blockedRounds = 0
+    /// Nothing written since the last heartbeat round.
+    var quiet = true
+    var closing: Closing?
+    /// The last chunk (or nothing, for HTTP/1.0) is in `out`: the socket closes once it is out.
+    var ending = false
+    /// The client sent its FIN (a half-close, or gone: the next write tells).
+    var peerFinished = false
+    var inputReceived = 0
+    /// In the engine's epoll set; until then a wake-up is ignored (registering writes the stream anyway).
+    var registered = false
+    var closed = false
+
+    init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, start: [UInt8]) {
+        self.token = token
+        self.socket = socket
+        self.framing = framing
+        self.feed = feed
+        self.out = start
+    }
+
+    /// Whether bytes wait to be written.
+    var hasPending: Bool { sent < out.count }
+
+    /// A new write buffer: `headroom` free bytes, then the body.
+    static func buffer() -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: headroom)
+        buffer.reserveCapacity(headroom + 512)
+        return buffer
+    }
+
+    /// Makes `buffer` (headroom, then body bytes) the bytes to write, framed as one chunk on HTTP/1.1.
+    func load(_ buffer: [UInt8]) {
+        out = buffer
+        sent = Self.frame(&out, framing)
+    }
+
+    /// Frames the body after the headroom in place and returns where the bytes to write start.
+    static func frame(_ buffer: inout [UInt8], _ framing: StreamFraming) -> Int {
+        guard framing == .chunked else { return headroom }
+        var size = buffer.count - headroom
+        var start = headroom - 2
+        buffer[start] = 0x0D
+        buffer[start + 1] = 0x0A
+        repeat {
+            start -= 1
+            buffer[start] = hexDigits[size & 0xF]
+            size >>= 4
+        } while size > 0
+        buffer.append(0x0D)
+        buffer.append(0x0A)
+        return start
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Writes what is pending. Returns false when the connection failed (the stream must be dropped);
+    /// otherwise `blocked` tells whether bytes are left for EPOLLOUT.
+    func write() -> Bool {
+        while sent < out.count {
+            let written = out.withUnsafeBytes { bytes in
+                Glibc.send(socket, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if written > 0 {
+                sent += written
+                quiet = false
+                continue
+            }
+            if written < 0, errno == EINTR { continue }
+            if written < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                blocked = true
+                return true
+            }
+            return false
+        }
+        out = []
+        sent = 0
+        blocked = false
+        blockedRounds = 0
+        return true
+    }
+
+    /// Reads and discards what the client sent. Returns false when it sent too much or the socket failed.
+    func discardInput(into scratch: UnsafeMutableRawBufferPointer) -> Bool {
+        while true {
+            let count = recv(socket, scratch.baseAddress, scratch.count, Int32(MSG_DONTWAIT))
+            if count > 0 {
+                inputReceived += count
+                if inputReceived > Self.inputLimit { return false }
+                continue
+            }
+            if count == 0 {
+                peerFinished = true
+                return true
+            }
+            if errno == EINTR { continue }
+            return errno == EAGAIN || errno == EWOULDBLOCK
+        }
+    }
+}

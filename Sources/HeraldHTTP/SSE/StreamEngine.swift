@@ -1,0 +1,325 @@
+import CLinux
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Every SSE stream once libmicrohttpd has handed its socket over: one thread, one epoll set, no
+/// thread or timer per stream.
+///
+/// The thread sleeps in `epoll_wait` on the stream sockets (edge-triggered: input, output space, the
+/// peer's FIN) and on an eventfd. A publisher only signals: `signal()` writes the eventfd once however
+/// many events wait, and the thread runs the `beforeWriting` hooks (the hub's fan-out), then writes
+/// each woken stream's queued frames with one `send`. Events queued while a socket was busy go out
+/// together in its next write. A partial write is kept and finished on EPOLLOUT.
+///
+/// A client's FIN alone is not its leaving: it may have half-closed its sending side (legal in
+/// HTTP/1.1). The stream is probed with a heartbeat; a client that closed the whole socket answers it
+/// with a reset (EPOLLHUP/EPOLLERR), and only then is the stream dropped.
+public final class StreamEngine: Sendable {
+    private struct Inbox {
+        var added: [EventStream] = []
+        var woken: [EventStream] = []
+        var closeAll: EventStream.Closing?
+
+        var isEmpty: Bool { added.isEmpty && woken.isEmpty && closeAll == nil }
+    }
+
+    /// The engine thread's own state.
+    private final class Loop: @unchecked Sendable {
+        var streams: [UInt64: EventStream] = [:]
+        var ready: [EventStream] = []
+        /// Streams closed since malloc last gave memory back to the system.
+        var closedSinceTrim = 0
+    }
+
+    /// After this many streams close and none is left, free memory goes back to the system.
+    static let trimAfter = 1000
+
+    /// Streams beyond this many are refused (each holds an open file).
+    let limit: Int
+    private let inbox = Mutex(Inbox())
+    private let signaled = Atomic<Bool>(false)
+    private let streamCount = Atomic<Int>(0)
+    private let nextToken = Atomic<UInt64>(1)
+    private let hooks = Mutex<[@Sendable () -> Void]>([])
+    private let started = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+    private let epoll: Int32
+    private let wakeup: Int32
+    private let loop = Loop()
+
+    init(limit: Int) {
+        self.limit = limit
+        epoll = cepoll_create()
+        wakeup = cepoll_eventfd()
+        _ = cepoll_add(epoll, wakeup, CEPOLL_IN, 0)
+    }
+
+    deinit {
+        close(epoll)
+        close(wakeup)
+    }
+
+    /// Open streams.
+    public var count: Int { streamCount.load(ordering: .relaxed) }
+
+    /// Runs `hook` on the engine's thread each time it wakes, before it writes: the place to fan
+    /// published events out (whose wakers then `wake` the streams). Add hooks before starting.
+    public func beforeWriting(_ hook: @escaping @Sendable () -> Void) {
+        hooks.withLock { $0.append(hook) }
+    }
+
+    /// Wakes the engine's thread. Cheap when it is awake already: one eventfd write per sleep.
+    public func signal() {
+        guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var one: UInt64 = 1
+        _ = write(wakeup, &one, 8)
+    }
+
+    /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it.
+    /// Returns false, and closes nothing, when the engine is full or stopped.
+    func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, start: [UInt8]) -> Bool {
+        guard !stopped.load(ordering: .acquiring) else { return false }
+        guard streamCount.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
+            streamCount.wrappingSubtract(1, ordering: .relaxed)
+            return false
+        }
+        let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
+                                 framing: framing, feed: feed, start: start)
+        // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
+        feed.setWaker { [self] _ in wake(stream) }
+        inbox.withLock { $0.added.append(stream) }
+        signal()
+        return true
+    }
+
+    /// Asks for `stream` to be written (or closed, if its feed has finished). Any thread.
+    func wake(_ stream: EventStream) {
+        guard !stream.scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        inbox.withLock { $0.woken.append(stream) }
+        signal()
+    }
+
+    /// Ends every stream: `.graceful` writes what is queued and then the body's end; `.abort` drops them.
+    func closeAll(_ how: EventStream.Closing) {
+        inbox.withLock { $0.closeAll = max($0.closeAll ?? how, how) }
+        signal()
+    }
+
+    /// Starts the engine's thread, which also sends the heartbeats.
+    func start(heartbeat: Duration?) {
+        guard !started.exchange(true, ordering: .relaxed) else { return }
+        let interval = heartbeat.flatMap { $0 > .zero ? $0 : nil }
+        let thread = Thread { [self] in run(heartbeat: interval) }
+        thread.name = "herald-streams"
+        thread.start()
+    }
+
+    /// Stops the thread; streams still open are dropped.
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiring) else { return }
+        guard started.load(ordering: .relaxed) else { return }
+        var one: UInt64 = 1
+        _ = write(wakeup, &one, 8)
+        done.wait()
+    }
+
+    // MARK: - The engine's thread
+
+    private func run(heartbeat: Duration?) {
+        // Fan-out and writing yield to request handling when both want the same core: a bid's answer
+        // must not wait behind a burst to ten thousand streams.
+        _ = clinux_nice_this_thread(5)
+        var tokens = [UInt64](repeating: 0, count: 512)
+        var events = [UInt32](repeating: 0, count: 512)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+        defer { scratch.deallocate() }
+        let clock = ContinuousClock()
+        var nextHeartbeat = heartbeat.map { clock.now + $0 }
+        while !stopped.load(ordering: .acquiring) {
+            var timeout: Int32 = -1
+            if !loop.ready.isEmpty || !inbox.withLock({ $0.isEmpty }) {
+                timeout = 0
+            } else if let due = nextHeartbeat {
+                let left = clock.now.duration(to: due)
+                timeout = left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            }
+            let count = tokens.withUnsafeMutableBufferPointer { tokens in
+                events.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }
+            }
+            if count < 0, errno != EINTR { break }
+            for index in 0..<max(Int(count), 0) {
+                if tokens[index] == 0 {
+                    var value: UInt64 = 0
+                    _ = read(wakeup, &value, 8)
+                    continue
+                }
+                guard let stream = loop.streams[tokens[index]] else { continue }
+                handle(events[index], on: stream, scratch: scratch)
+            }
+            signaled.store(false, ordering: .releasing)
+            for hook in hooks.withLock({ $0 }) { hook() }
+            let (added, woken, closeAll) = inbox.withLock { inbox in
+                defer { inbox = Inbox() }
+                return (inbox.added, inbox.woken, inbox.closeAll)
+            }
+            for stream in added { register(stream) }
+            for stream in woken {
+                stream.scheduled.store(false, ordering: .releasing)
+                loop.ready.append(stream)
+            }
+            if let closeAll {
+                for stream in loop.streams.values {
+                    stream.closing = max(stream.closing ?? closeAll, closeAll)
+                    loop.ready.append(stream)
+                }
+            }
+            let ready = loop.ready
+            loop.ready.removeAll(keepingCapacity: true)
+            for stream in ready where stream.registered && !stream.closed { flush(stream) }
+            if let due = nextHeartbeat, clock.now >= due {
+                heartbeats()
+                nextHeartbeat = heartbeat.map { max(due + $0, clock.now) }
+            }
+        }
+        for stream in Array(loop.streams.values) { drop(stream) }
+        for stream in inbox.withLock({ $0.added }) {
+            close(stream.socket)
+            stream.feed.close()
+        }
+        done.signal()
+    }
+
+    private func register(_ stream: EventStream) {
+        clinux_send_immediately(stream.socket)
+        guard cepoll_add(epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
+            stream.closed = true
+            close(stream.socket)
+            streamCount.wrappingSubtract(1, ordering: .relaxed)
+            stream.feed.close()
+            return
+        }
+        stream.registered = true
+        loop.streams[stream.token] = stream
+        loop.ready.append(stream)
+    }
+
+    private func handle(_ bits: UInt32, on stream: EventStream, scratch: UnsafeMutableRawBufferPointer) {
+        if bits & (CEPOLL_HUP | CEPOLL_ERR) != 0 {
+            drop(stream)
+            return
+        }
+        if bits & (CEPOLL_IN | CEPOLL_RDHUP) != 0 {
+            let wasFinished = stream.peerFinished
+            guard stream.discardInput(into: scratch) else {
+                drop(stream)
+                return
+            }
+            if stream.peerFinished, !wasFinished, !stream.hasPending {
+                // Half-closed, or gone: a heartbeat to a closed socket is answered with a reset.
+                stream.load(Self.heartbeatBuffer)
+                guard stream.write() else {
+                    drop(stream)
+                    return
+                }
+            }
+        }
+        if bits & CEPOLL_OUT != 0, stream.blocked {
+            stream.blocked = false
+            loop.ready.append(stream)
+        }
+    }
+
+    /// Writes what the stream has pending, then what its feed has queued, until the feed is idle or
+    /// the socket is full. A stream with much queued yields after a few writes, so one busy client
+    /// cannot hold up the others.
+    private func flush(_ stream: EventStream) {
+        if stream.closing == .abort {
+            drop(stream)
+            return
+        }
+        guard !stream.blocked else { return }
+        for _ in 0..<4 {
+            if stream.hasPending {
+                guard stream.write() else {
+                    drop(stream)
+                    return
+                }
+                if stream.blocked { return }
+            }
+            if stream.ending {
+                finish(stream)
+                return
+            }
+            var buffer = EventStream.buffer()
+            let poll = stream.feed.take(into: &buffer, limit: EventStream.writeSize)
+            switch poll {
+            case .taken:
+                // An empty chunk would end the body.
+                if buffer.count > EventStream.headroom { stream.load(buffer) }
+            case .idle:
+                if stream.closing == .graceful {
+                    stream.ending = true
+                    if stream.framing == .chunked { stream.out = Self.lastChunk }
+                }
+                if !stream.ending { return }
+            case .finished:
+                drop(stream)
+                return
+            }
+        }
+        loop.ready.append(stream)
+    }
+
+    /// The body's end is out: close the sending side, then the socket.
+    private func finish(_ stream: EventStream) {
+        shutdown(stream.socket, Int32(SHUT_WR))
+        drop(stream)
+    }
+
+    /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
+    /// could not write through two rounds has a client that stopped reading, and is dropped (it
+    /// resumes with `Last-Event-ID` when it reconnects).
+    private func heartbeats() {
+        for stream in Array(loop.streams.values) {
+            if stream.blocked {
+                stream.blockedRounds += 1
+                if stream.blockedRounds >= 2 { drop(stream) }
+                continue
+            }
+            if stream.quiet, !stream.hasPending, !stream.ending {
+                stream.load(Self.heartbeatBuffer)
+                if !stream.write() {
+                    drop(stream)
+                    continue
+                }
+            }
+            stream.quiet = true
+        }
+    }
+
+    /// `: heartbeat`, in a write buffer.
+    private static let heartbeatBuffer: [UInt8] = EventStream.buffer() + SSEEncoder.heartbeat
+
+    /// The last chunk of a chunked body.
+    private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+
+    /// Closes the socket and ends the feed (which removes the observer).
+    private func drop(_ stream: EventStream) {
+        guard !stream.closed else { return }
+        stream.closed = true
+        _ = cepoll_remove(epoll, stream.socket)
+        close(stream.socket)
+        stream.out = []
+        loop.streams.removeValue(forKey: stream.token)
+        streamCount.wrappingSubtract(1, ordering: .relaxed)
+        stream.feed.close()
+        loop.closedSinceTrim += 1
+        if loop.streams.isEmpty, loop.closedSinceTrim >= Self.trimAfter {
+            // Many subscribers gone at once: glibc keeps their freed memory unless asked to return it.
+            loop.closedSinceTrim = 0
+            _ = clinux_malloc_trim()
+        }
+    }
+}
