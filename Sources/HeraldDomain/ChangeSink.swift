@@ -4,13 +4,16 @@ import HeraldJSON
 public struct Record: Sendable {
     public let kind: String
     public let id: String
-    /// The state, or nil when it is gone.
-    public let document: JSONValue?
+    private let render: @Sendable () -> JSONValue?
 
-    public init(kind: String, id: String, document: JSONValue?) {
+    /// The state, or nil when it is gone. Rendered when asked for, so a server without a store never
+    /// pays for it (an auction's record holds every bid).
+    public var document: JSONValue? { render() }
+
+    public init(kind: String, id: String, document: @autoclosure @escaping @Sendable () -> JSONValue?) {
         self.kind = kind
         self.id = id
-        self.document = document
+        self.render = document
     }
 }
 

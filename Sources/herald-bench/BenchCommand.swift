@@ -22,10 +22,12 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Bid on this auction instead of creating one.") var auction: String?
     @Option(help: "Publish nothing: hold the subscribers this many seconds (while something else publishes).")
     var holdSeconds: Double?
+    @Flag(help: "Send every bid at once on one connection (pipelined), then read the answers.")
+    var pipelined = false
 
     func validate() throws {
-        guard subscribers > 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250 else {
-            throw ValidationError("subscribers, events, ramp and sources must be positive (sources at most 250)")
+        guard subscribers >= 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250 else {
+            throw ValidationError("events, ramp and sources must be positive, subscribers not negative (sources at most 250)")
         }
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
@@ -39,7 +41,8 @@ struct BenchCommand: ParsableCommand {
     func run() throws {
         let options = Fanout.Options(host: host, port: port, pid: pid, subscribers: subscribers, events: events,
                                      intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
-                                     idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds)
+                                     idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds,
+                                     pipelined: pipelined)
         let report = try Fanout(options: options).run()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -39,6 +39,47 @@ final class BlockingHTTP {
         }
     }
 
+    /// Sends one request per body without waiting, then reads the answers in order; returns their
+    /// statuses (fewer than sent if the connection closed or `timeout` seconds passed).
+    func pipeline(_ method: String, _ path: String, json bodies: [String], timeout: Double) throws -> [Int] {
+        if fd < 0 { fd = try connectSocket() }
+        var tv = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let deadline = Date().addingTimeInterval(timeout)
+        var statuses: [Int] = []
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        var requests: [UInt8] = []
+        for json in bodies {
+            requests += Array("\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)".utf8)
+        }
+        var written = 0
+        var consumed = 0
+        while statuses.count < bodies.count, Date() < deadline {
+            if written < requests.count {
+                let sent = requests.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                if sent > 0 { written += sent } else if sent < 0, errno != EAGAIN, errno != EWOULDBLOCK { break }
+            }
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, written < requests.count ? Int32(MSG_DONTWAIT) : 0) }
+            if count == 0 { break }
+            if count > 0 { buffer.append(contentsOf: chunk[0..<count]) }
+            // Every complete answer in the buffer.
+            while let end = find(buffer, [13, 10, 13, 10], from: consumed) {
+                let head = String(decoding: buffer[consumed..<end], as: UTF8.self)
+                let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                guard buffer.count >= end + 4 + length else { break }
+                statuses.append(head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0)
+                consumed = end + 4 + length
+            }
+            if consumed > 1 << 20 {
+                buffer.removeFirst(consumed)
+                consumed = 0
+            }
+        }
+        return statuses
+    }
+
     private func connectSocket() throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()

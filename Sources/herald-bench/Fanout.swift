@@ -18,6 +18,8 @@ struct Fanout {
         var auction: String?
         /// Instead of publishing: hold the subscribers this long, reading whatever arrives.
         var holdSeconds: Double?
+        /// Send all the bids at once on one connection (pipelined), then read the answers.
+        var pipelined = false
     }
 
     struct Report: Encodable {
@@ -25,6 +27,9 @@ struct Fanout {
         var events: [String: Int] = [:]
         var latencyMilliseconds: Distribution?
         var lastSubscriberMilliseconds: Distribution?
+        /// From sending a bid to its answer's last byte (one bid at a time on a keep-alive connection).
+        var bidResponseMilliseconds: Distribution?
+        var bids: [String: Int] = [:]
         var burstSeconds = 0.0
         var deliveredPerSecond = 0.0
         var server: [String: Double] = [:]
@@ -160,12 +165,33 @@ struct Fanout {
         let publishStart = clock()
         let publisherDone = Atomic<Bool>(false)
         let (host, port, events, interval) = (options.host, options.port, options.events, options.intervalMilliseconds)
+        let bidTimes = Mutex<[Double]>([])
+        let answers = Mutex((answered: 0, accepted: 0))
+        let pipelined = options.pipelined
         Thread.detachNewThread {
+            // The bids' answers are timed on this thread, which shares its core with the busy reader:
+            // ahead of it (when allowed), the timing is the server's, not the wait for the core.
+            _ = clinux_nice_this_thread(-10)
             let client = BlockingHTTP(host: host, port: port)
-            for amount in 1...events {
-                sendTimes.withLock { $0[amount] = Date().timeIntervalSince1970 }
-                _ = try? client.request("POST", "/auctions/\(auction)/bids", json: #"{"bidder":"bench","amount":\#(amount)}"#)
-                Thread.sleep(forTimeInterval: interval / 1000)
+            if pipelined {
+                let bodies = (1...events).map { #"{"bidder":"bench","amount":\#($0)}"# }
+                let now = Date().timeIntervalSince1970
+                sendTimes.withLock { for amount in 1...events { $0[amount] = now } }
+                let statuses = (try? client.pipeline("POST", "/auctions/\(auction)/bids", json: bodies, timeout: 20)) ?? []
+                answers.withLock { $0 = (statuses.count, statuses.count { (200..<300).contains($0) }) }
+            } else {
+                for amount in 1...events {
+                    let sent = Date().timeIntervalSince1970
+                    sendTimes.withLock { $0[amount] = sent }
+                    let status = (try? client.request("POST", "/auctions/\(auction)/bids", json: #"{"bidder":"bench","amount":\#(amount)}"#))?.status
+                    let took = (Date().timeIntervalSince1970 - sent) * 1000
+                    bidTimes.withLock { $0.append(took) }
+                    answers.withLock { answers in
+                        if status != nil { answers.answered += 1 }
+                        if let status, (200..<300).contains(status) { answers.accepted += 1 }
+                    }
+                    Thread.sleep(forTimeInterval: interval / 1000)
+                }
             }
             publisherDone.store(true, ordering: .releasing)
         }
@@ -173,7 +199,7 @@ struct Fanout {
         let expected = connected * options.events
         let deadline = Date().addingTimeInterval(options.timeoutSeconds)
         while deliveries < expected || !publisherDone.load(ordering: .acquiring), Date() < deadline { pump(timeoutMs: 5) }
-        let publishEnd = receiveTimes.max() ?? clock()
+        let publishEnd = deliveries > 0 ? (receiveTimes.max() ?? clock()) : clock()
         let cpuPublish = server.cpuSeconds - cpuPublishStart
 
         let sent = sendTimes.withLock { $0 }
@@ -184,6 +210,8 @@ struct Fanout {
             "duplicated": subscribers.reduce(0) { $0 + $1.duplicated }, "outOfOrder": subscribers.reduce(0) { $0 + $1.outOfOrder },
         ]
         report.latencyMilliseconds = Distribution(latencies)
+        report.bidResponseMilliseconds = Distribution(bidTimes.withLock { $0 })
+        answers.withLock { report.bids = ["sent": options.events, "answered": $0.answered, "accepted": $0.accepted] }
         report.lastSubscriberMilliseconds = Distribution((1...options.events).compactMap { k in
             receiveTimes[k] > 0 && sent[k] > 0 ? (receiveTimes[k] - sent[k]) * 1000 : nil
         })

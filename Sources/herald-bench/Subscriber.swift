@@ -52,7 +52,7 @@ struct Subscriber {
                 }
             case .chunkData(let left):
                 let take = min(left, bytes.count - index)
-                for offset in index..<(index + take) { sse(bytes[offset], onBid: onBid) }
+                sse(UnsafeRawBufferPointer(rebasing: bytes[index..<(index + take)]), onBid: onBid)
                 index += take
                 phase = left - take == 0 ? .chunkEnd : .chunkData(left - take)
             case .chunkEnd:
@@ -64,27 +64,56 @@ struct Subscriber {
         }
     }
 
-    private mutating func sse(_ byte: UInt8, onBid: (Int) -> Void) {
-        guard byte == 10 else {
-            line.append(byte)
-            return
+    /// Splits chunk data into lines (a line may span chunks) and handles each.
+    private mutating func sse(_ bytes: UnsafeRawBufferPointer, onBid: (Int) -> Void) {
+        var start = 0
+        while start < bytes.count {
+            guard let newline = bytes[start...].firstIndex(of: 10) else {
+                line.append(contentsOf: bytes[start...])
+                return
+            }
+            if line.isEmpty {
+                handle(line: UnsafeRawBufferPointer(rebasing: bytes[start..<newline]), onBid: onBid)
+            } else {
+                line.append(contentsOf: bytes[start..<newline])
+                let whole = line
+                whole.withUnsafeBytes { handle(line: $0, onBid: onBid) }
+                line.removeAll(keepingCapacity: true)
+            }
+            start = newline + 1
         }
-        defer { line.removeAll(keepingCapacity: true) }
+    }
+
+    private mutating func handle(line: UnsafeRawBufferPointer, onBid: (Int) -> Void) {
         if line.isEmpty {
             dispatch(onBid: onBid)
         } else if line.starts(with: Self.event) {
             eventName = Array(line[Self.event.count...])
         } else if line.starts(with: Self.id) {
-            eventId = UInt64(String(decoding: line[Self.id.count...], as: UTF8.self)) ?? 0
-        } else if line.starts(with: Self.data), eventName == Self.bid, let at = find(line, Self.amountKey) {
+            var value: UInt64 = 0
+            for byte in line[Self.id.count...] where byte >= 48 && byte <= 57 { value = value * 10 + UInt64(byte - 48) }
+            eventId = value
+        } else if line.starts(with: Self.data), eventName == Self.bid, let found = Self.search(Self.amountKey, in: line) {
             var value = 0
-            var position = at + Self.amountKey.count
+            var position = found + Self.amountKey.count
             while position < line.count, line[position] >= 48, line[position] <= 57 {
                 value = value * 10 + Int(line[position] - 48)
                 position += 1
             }
             amount = value
         }
+    }
+
+    /// Where `key` first occurs in `bytes`.
+    private static func search(_ key: [UInt8], in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let first = key.first, bytes.count >= key.count else { return nil }
+        var start = 0
+        while let at = bytes[start...(bytes.count - key.count)].firstIndex(of: first) {
+            if bytes[at..<(at + key.count)].elementsEqual(key) { return at }
+            start = at + 1
+            if start > bytes.count - key.count { return nil }
+        }
+        return nil
     }
 
     private mutating func dispatch(onBid: (Int) -> Void) {

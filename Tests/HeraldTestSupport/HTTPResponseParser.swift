@@ -1,4 +1,6 @@
 /// Incremental HTTP/1.1 response parser: the head, then a body by Content-Length, chunked, or until close.
+/// Strict about framing (RFC 9112): a chunk size is hex digits and CRLF only, chunk data ends in CRLF,
+/// the last chunk is followed by CRLF, and `Content-Length` never comes with `Transfer-Encoding`.
 public struct HTTPResponseParser {
     public struct Head: Sendable {
         public let status: Int
@@ -36,6 +38,11 @@ public struct HTTPResponseParser {
                 return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
             }
             let head = Head(status: status, headers: headers)
+            guard statusLine[0] == "HTTP/1.1" || statusLine[0] == "HTTP/1.0" else { throw TestError("bad version in '\(text)'") }
+            if head.header("Transfer-Encoding") != nil, head.header("Content-Length") != nil {
+                throw TestError("both Transfer-Encoding and Content-Length")
+            }
+            if headers.filter({ $0.name.lowercased() == "transfer-encoding" }).count > 1 { throw TestError("two Transfer-Encoding headers") }
             self.head = head
             if noBody || status == 204 || status == 304 {
                 complete = true
@@ -78,18 +85,25 @@ public struct HTTPResponseParser {
                 if inChunkData > 0 { return }
                 inChunkData = -1  // expect CRLF after the data
             }
-            if inChunkData == -1 {
+            if inChunkData == -1 || inChunkData == -2 {
                 guard buffer.count >= 2 else { return }
+                guard buffer[0] == 13, buffer[1] == 10 else { throw TestError("chunk data or last chunk not followed by CRLF") }
                 buffer.removeFirst(2)
+                if inChunkData == -2 {
+                    complete = true
+                    return
+                }
                 inChunkData = 0
             }
             guard let lineEnd = Self.find([13, 10], in: buffer) else { return }
-            let sizeText = String(decoding: buffer[0..<lineEnd], as: UTF8.self).split(separator: ";")[0]
-            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { throw TestError("bad chunk size '\(sizeText)'") }
+            let sizeText = String(decoding: buffer[0..<lineEnd], as: UTF8.self)
+            guard !sizeText.isEmpty, sizeText.allSatisfy(\.isHexDigit), let size = Int(sizeText, radix: 16) else {
+                throw TestError("bad chunk size line '\(sizeText)'")
+            }
             buffer.removeFirst(lineEnd + 2)
             if size == 0 {
-                complete = true
-                return
+                inChunkData = -2  // the last chunk: CRLF (no trailers) ends the body
+                continue
             }
             inChunkData = size
         }

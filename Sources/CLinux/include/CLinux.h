@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sched.h>
 
 /* Linux calls Swift does not see through Glibc. epoll: each registration carries a
    64-bit token, and waiting returns tokens and event bits. */
@@ -62,6 +63,13 @@ static inline int cepoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int 
     return count;
 }
 
+/// Wake-ups the calling thread defers: between `clinux_defer_wakeups` and `clinux_end_deferral`,
+/// `clinux_wakeup_deferred` records a wake-up instead of letting the caller send it (returns 1).
+/// `clinux_end_deferral` returns whether one was recorded; the caller sends it then.
+void clinux_defer_wakeups(void);
+int clinux_wakeup_deferred(void);
+int clinux_end_deferral(void);
+
 /// Returns free heap memory to the system (glibc keeps it otherwise); true if some was returned.
 static inline int clinux_malloc_trim(void) { return malloc_trim(0); }
 
@@ -74,6 +82,14 @@ static inline void clinux_send_immediately(int fd)
     int on = 1, off = 0;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+}
+
+/// Makes the calling thread a batch thread (SCHED_BATCH): waking up, it never preempts the thread
+/// that has the core, and it yields to ordinary threads that wake.
+static inline int clinux_batch_this_thread(void)
+{
+    struct sched_param param = { 0 };
+    return sched_setscheduler((pid_t)syscall(SYS_gettid), 3 /* SCHED_BATCH */, &param);
 }
 
 /// Lowers the calling thread's scheduling priority (its nice value; Linux schedules threads one by one).

@@ -71,7 +71,10 @@ public final class StreamEngine: Sendable {
     }
 
     /// Wakes the engine's thread. Cheap when it is awake already: one eventfd write per sleep.
+    /// On a thread that defers its wake-ups (the request thread while it answers), the wake-up is
+    /// sent when the answer is out (see `HTTPServer`).
     public func signal() {
+        if clinux_wakeup_deferred() != 0 { return }
         guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var one: UInt64 = 1
         _ = write(wakeup, &one, 8)
@@ -129,7 +132,9 @@ public final class StreamEngine: Sendable {
 
     private func run(heartbeat: Duration?) {
         // Fan-out and writing yield to request handling when both want the same core: a bid's answer
-        // must not wait behind a burst to ten thousand streams.
+        // must not wait behind its own fan-out to ten thousand streams. As a batch thread, the engine
+        // woken by a publish does not take the core from the request thread that is still answering.
+        _ = clinux_batch_this_thread()
         _ = clinux_nice_this_thread(5)
         var tokens = [UInt64](repeating: 0, count: 512)
         var events = [UInt32](repeating: 0, count: 512)
@@ -138,12 +143,14 @@ public final class StreamEngine: Sendable {
         let clock = ContinuousClock()
         var nextHeartbeat = heartbeat.map { clock.now + $0 }
         while !stopped.load(ordering: .acquiring) {
-            var timeout: Int32 = -1
+            // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
+            // be sent (its client stopped reading) delays delivery by a second at most.
+            var timeout: Int32 = 1000
             if !loop.ready.isEmpty || !inbox.withLock({ $0.isEmpty }) {
                 timeout = 0
             } else if let due = nextHeartbeat {
                 let left = clock.now.duration(to: due)
-                timeout = left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                timeout = left <= .zero ? 0 : min(1000, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
             }
             let count = tokens.withUnsafeMutableBufferPointer { tokens in
                 events.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }

@@ -14,7 +14,8 @@ extension HTTPServer {
                              upload: uploadData, uploadSize: uploadSize, context: contextPointer)
     }
 
-    static let completedCallback: MHD_RequestCompletedCallback = { _, _, contextPointer, _ in
+    static let completedCallback: MHD_RequestCompletedCallback = { cls, _, contextPointer, _ in
+        if let cls { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().sendDeferredWakeup() }
         guard let contextPointer, let raw = contextPointer.pointee else { return }
         Unmanaged<RequestContext>.fromOpaque(raw).release()
         contextPointer.pointee = nil
@@ -22,7 +23,8 @@ extension HTTPServer {
 
     /// Runs first for every request, with the target as the client sent it: keeps a copy, and keeps
     /// libmicrohttpd from storing the query arguments (Herald parses them from the copy).
-    static let targetCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { _, uri, _ in
+    static let targetCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { cls, uri, _ in
+        if let cls { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().sendDeferredWakeup() }
         let raw = uri.map { String(cString: $0) } ?? ""
         if let uri { cmhd_drop_query_arguments(uri) }
         return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque()
@@ -75,6 +77,9 @@ extension HTTPServer {
         if context.tooLarge { return queue(tooLarge(), on: connection, method: methodName) }
         guard let target = context.target else { return MHD_Result.NO }
         let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
+        // The stream engine is woken once this answer is out (in the completed callback), not while
+        // it is made: on a shared core, a fan-out started mid-request would delay the answer.
+        clinux_defer_wakeups()
         let request = Request(
             method: methodName, path: target.path, segments: target.segments,
             query: target.query.map { ($0.name, $0.value) },
@@ -86,6 +91,11 @@ extension HTTPServer {
             "http.request_id": "\(request.id)",
         ])
         return queue(response, on: connection, method: methodName, chunked: http11)
+    }
+
+    /// Sends the stream engine the wake-up this thread deferred while answering, if any.
+    func sendDeferredWakeup() {
+        if clinux_end_deferral() != 0 { streams.signal() }
     }
 
     private func tooLarge() -> Response {

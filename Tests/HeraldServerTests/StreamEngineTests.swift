@@ -1,0 +1,175 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+/// The stream engine as clients see it: framing, partial writes, slow and stalled readers, and a
+/// publish that does not wait for its fan-out.
+@Suite struct StreamEngineTests {
+    /// Reads a raw stream until it ends or `timeout` passes; returns the head and the decoded body.
+    func readToEnd(_ socket: Socket, timeout: Double) throws -> (HTTPResponseParser.Head?, [UInt8], ended: Bool) {
+        var parser = HTTPResponseParser()
+        var body: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while !parser.complete, Date() < deadline {
+            socket.setTimeout(max(deadline.timeIntervalSinceNow, 0.01))
+            guard let bytes = try? socket.receive() else { continue }
+            if bytes.isEmpty {
+                parser.finish()
+                body += parser.body
+                return (parser.head, body, true)
+            }
+            try parser.feed(bytes)
+            body += parser.body
+            parser.body.removeAll()
+        }
+        return (parser.head, body, parser.complete)
+    }
+
+    /// HTTP/1.1 gets chunks and a last chunk at shutdown, HTTP/1.0 a body that ends with the
+    /// connection; both carry heartbeats and a burst, byte for byte, through a strict parser.
+    @Test func framingIsStrictOnHTTP11AndCloseDelimitedOnHTTP10() throws {
+        let server = try TestHerald(heartbeat: .milliseconds(200))
+        let port = server.port
+        let client = HTTPClient(port: port)
+        let one = try Socket(port: port)
+        try one.send("GET /notifications/framing/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let zero = try Socket(port: port)
+        try zero.send("GET /notifications/framing/events HTTP/1.0\r\n\r\n")
+        #expect(eventually(timeout: 5) { (try? server.observers(of: "notifications/framing")) == 2 })
+        Thread.sleep(forTimeInterval: 0.5)  // heartbeats
+        let burst = 300
+        for index in 1...burst {
+            let pad = String(repeating: "p", count: index * 7 % 900)
+            #expect(try client.post("/notifications/framing", #"{"userInfo":{"n":\#(index),"pad":"\#(pad)"}}"#).status == 202)
+        }
+        Thread.sleep(forTimeInterval: 0.5)  // more heartbeats after the burst
+        let herald = server.herald
+        Thread { herald.stop() }.start()  // streams end cleanly, once what is queued is read
+        for (socket, http11) in [(one, true), (zero, false)] {
+            let (head, body, ended) = try readToEnd(socket, timeout: 10)
+            #expect(ended, "the body ended (HTTP/1.1: with its last chunk; HTTP/1.0: with the connection)")
+            let head_ = try #require(head)
+            #expect(head_.status == 200)
+            #expect(head_.header("Content-Type") == "text/event-stream")
+            if http11 {
+                #expect(head_.header("Transfer-Encoding") == "chunked")
+            } else {
+                #expect(head_.header("Transfer-Encoding") == nil)
+                #expect(head_.header("Connection")?.lowercased() == "close")
+            }
+            var sse = SSEParser()
+            let events = sse.feed(body).filter { $0.event == "notification" }
+            let numbers = events.compactMap { ($0.json["userInfo"] as? [String: Any])?["n"] as? Int }
+            #expect(numbers == Array(1...burst), "every event once, in order (HTTP/1.\(http11 ? 1 : 0))")
+            #expect(sse.comments.filter { $0.contains("heartbeat") }.count >= 2, "heartbeats before and after the burst")
+            socket.close()
+        }
+    }
+
+    /// A client with a small receive buffer that reads slowly makes the server write in parts; it
+    /// still gets every byte, in order.
+    @Test func aSlowReaderThatKeepsUpGetsEveryByteInOrder() throws {
+        let server = try TestHerald()
+        let client = server.client()
+        let slow = try Socket(port: server.port, receiveBuffer: 4096)
+        try slow.send("GET /notifications/slow/events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
+        #expect(eventually(timeout: 5) { (try? server.observers(of: "notifications/slow")) == 1 })
+        let count = 200
+        let payload = String(repeating: "s", count: 3000)
+        let port = server.port
+        let publisher = Thread {
+            let client = HTTPClient(port: port)
+            for index in 1...count {
+                _ = try? client.post("/notifications/slow", #"{"userInfo":{"n":\#(index),"pad":"\#(payload)"}}"#)
+            }
+        }
+        publisher.start()
+        var parser = HTTPResponseParser()
+        var sse = SSEParser()
+        var numbers: [Int] = []
+        var pads = 0
+        let deadline = Date().addingTimeInterval(60)
+        while numbers.count < count, Date() < deadline {
+            slow.setTimeout(1)
+            guard let bytes = try? slow.receive(max: 1024), !bytes.isEmpty else { continue }
+            try parser.feed(bytes)
+            for event in sse.feed(parser.body) where event.event == "notification" {
+                let info = event.json["userInfo"] as? [String: Any]
+                if let number = info?["n"] as? Int { numbers.append(number) }
+                if info?["pad"] as? String == payload { pads += 1 }
+            }
+            parser.body.removeAll()
+            Thread.sleep(forTimeInterval: 0.0005)
+        }
+        #expect(numbers == Array(1...count), "every event, in order")
+        #expect(pads == count, "every byte of every event")
+        #expect(try server.observers(of: "notifications/slow") == 1, "a slow reader that keeps up is not cut off")
+    }
+
+    /// A reader that stops is cut off once its queue is full; reconnecting with the last id it got, it
+    /// receives exactly the events it missed.
+    @Test func aReaderThatStopsIsCutOffAndResumesExactly() throws {
+        let server = try TestHerald(queueLimit: 16)
+        let client = server.client()
+        let stalled = try SSEClient(port: server.port, path: "/notifications/stall/events", receiveBuffer: 4096)
+        try stalled.awaitHead()
+        let payload = String(repeating: "x", count: 20_000)
+        var published: [Int] = []
+        var index = 0
+        while try server.observers(of: "notifications/stall") == 1, index < 2000 {
+            index += 1
+            #expect(try client.post("/notifications/stall", #"{"userInfo":{"n":\#(index),"pad":"\#(payload)"}}"#).status == 202)
+            published.append(index)
+        }
+        #expect(try server.observers(of: "notifications/stall") == 0, "the stopped reader was cut off")
+        #expect(stalled.awaitEnd(timeout: 10), "and its connection closed")
+        var got: [SSEEvent] = []
+        while let event = try? stalled.next(timeout: 0.01) { got.append(event) }
+        let lastId = try #require(got.last(where: { $0.id != nil })?.id)
+        let seen = got.filter { $0.event == "notification" }.compactMap { ($0.json["userInfo"] as? [String: Any])?["n"] as? Int }
+        // More is published while it is away.
+        for _ in 0..<5 {
+            index += 1
+            _ = try client.post("/notifications/stall", #"{"userInfo":{"n":\#(index),"pad":"short"}}"#)
+            published.append(index)
+        }
+        let resumed = try server.stream("/notifications/stall/events", headers: [("Last-Event-ID", lastId)])
+        var rest: [Int] = []
+        while rest.count + seen.count < published.count {
+            let event = try resumed.next(timeout: 5)
+            #expect(event.event == "notification", "a replay, not a resync: \(event.event ?? "")")
+            if let number = (event.json["userInfo"] as? [String: Any])?["n"] as? Int { rest.append(number) }
+        }
+        #expect(seen + rest == published, "what it saw and what it missed, each once, in order")
+    }
+
+    /// A bid does not wait for its fan-out: with 1,000 watchers its median answer time stays within
+    /// twice (plus half a millisecond) of that with none. (The figures are in BENCHMARKS.md; this only
+    /// catches a return of fan-out to the request path: queueing to 1,000 observers there measured 4.4 ms
+    /// against 1.7 ms alone in a debug build; the engine keeps it at 1.5 against 1.4.)
+    @Test func aBidDoesNotWaitForItsWatchers() throws {
+        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        let client = HTTPClient(port: herald.port)
+        func medianBidMilliseconds(_ auction: String, from start: Int) throws -> Double {
+            var times: [Double] = []
+            for amount in start..<(start + 41) {
+                let began = Date()
+                #expect(try client.post("/auctions/\(auction)/bids", #"{"bidder":"b","amount":\#(amount)}"#).status == 201)
+                times.append(Date().timeIntervalSince(began) * 1000)
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return times.sorted()[times.count / 2]
+        }
+        let quiet = try #require(try client.post("/auctions", #"{"item":"quiet","countdownSeconds":3600}"#).json["id"] as? String)
+        let watched = try #require(try client.post("/auctions", #"{"item":"watched","countdownSeconds":3600}"#).json["id"] as? String)
+        _ = try medianBidMilliseconds(quiet, from: 1)  // warm up
+        let alone = try medianBidMilliseconds(quiet, from: 100)
+        let fleet = try SSEFleet(port: herald.port, path: "/auctions/\(watched)/events", count: 1000)
+        defer { fleet.close() }
+        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 1 } }, "every watcher got its snapshot")
+        // The watchers' sockets hold the 41 bids (about 15 KB each) until they are read below.
+        let watchedTime = try medianBidMilliseconds(watched, from: 1)
+        #expect(watchedTime <= 2 * alone + 0.5, "median bid: \(watchedTime) ms with 1,000 watchers, \(alone) ms with none")
+        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 42 } }, "and every watcher got every bid")
+    }
+}
