@@ -8,6 +8,8 @@ public final class AuctionHouse: Sendable {
     private struct Entry {
         var auction: Auction
         var timer: (any TimerHandle)?
+        /// The auction as JSON bytes, and what they show that changes: status, bid count, seconds left.
+        var encoded: (status: Auction.Status, bids: Int, remaining: Int?, bytes: [UInt8])?
     }
 
     private struct State {
@@ -80,6 +82,24 @@ public final class AuctionHouse: Sendable {
         try state.withLock { state throws(DomainError) in
             guard let entry = state.entries[id] else { throw .notFound("auction", id) }
             return entry.auction.json(at: clock.now)
+        }
+    }
+
+    /// The auction as JSON bytes, encoded once for each state a reader can see (status, bid count and
+    /// the whole seconds left): every `GET` between two changes shares them.
+    public func encoded(_ id: String) throws(DomainError) -> [UInt8] {
+        try state.withLock { state throws(DomainError) in
+            guard let entry = state.entries[id] else { throw .notFound("auction", id) }
+            let now = clock.now
+            let auction = entry.auction
+            let remaining = auction.countdown.remaining(at: now)
+            if let encoded = entry.encoded, encoded.status == auction.status, encoded.bids == auction.bids.count,
+               encoded.remaining == remaining {
+                return encoded.bytes
+            }
+            let bytes = auction.json(at: now).bytes
+            state.entries[id]?.encoded = (auction.status, auction.bids.count, remaining, bytes)
+            return bytes
         }
     }
 

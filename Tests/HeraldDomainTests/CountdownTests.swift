@@ -61,6 +61,27 @@ import Testing
         #expect(sink.named("closed").count == 1)
     }
 
+    /// The cached bytes of `GET /auctions/{id}` are the JSON of the moment: a bid, a second of the
+    /// countdown and the close each show at once, and between changes the same bytes are shared.
+    @Test func theEncodedAuctionIsAlwaysTheCurrentOne() throws {
+        let house = self.house
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 3))["id"]?.stringValue ?? ""
+        func encoded() throws -> JSONValue { try JSONValue.parse(try house.encoded(id)) }
+        #expect(try house.encoded(id) == house.get(id).bytes)
+        _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 10))
+        #expect(try encoded()["bidCount"] == .int(1))
+        #expect(try encoded()["remainingSeconds"] == .int(3))
+        clock.advance(by: 1)
+        #expect(try encoded()["remainingSeconds"] == .int(2))
+        _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 20))
+        #expect(try encoded()["price"] == .int(20) && encoded()["leader"] == .string("bob"))
+        #expect(try house.encoded(id) == house.get(id).bytes)
+        clock.advance(by: 3)
+        #expect(try encoded()["status"] == .string("closed") && encoded()["winner"] == .string("bob"))
+        #expect(try house.encoded(id) == house.get(id).bytes)
+        #expect(throws: DomainError.self) { try house.encoded("nope") }
+    }
+
     @Test func everyBidRestartsTheCountdownAndNeverLeavesTwoTimers() throws {
         let house = self.house
         let id = try house.create(NewAuction(item: "vase", countdownSeconds: 3))["id"]?.stringValue ?? ""

@@ -9,6 +9,8 @@ public struct Router: Sendable {
         let method: String
         let segments: [Segment]
         let handler: Handler
+        /// How many segments are literal: the more, the more specific.
+        let literals: Int
     }
 
     enum Segment: Sendable, Equatable {
@@ -29,7 +31,8 @@ public struct Router: Sendable {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        let literals = segments.count { if case .literal = $0 { true } else { false } }
+        routes.append(Route(method: method, segments: segments, handler: handler, literals: literals))
     }
 
     /// What the router does with a request: a handler with its path parameters, or a problem.
@@ -42,26 +45,25 @@ public struct Router: Sendable {
     /// The most literal pattern wins, whatever the order routes were added in: `/units/events` is the
     /// stream (and `PUT /units/events` is 405), never the unit `events`.
     public func match(method: String, segments parts: [String]) -> Match {
-        // One pass, no intermediate arrays: this runs for every request.
+        // One pass, no intermediate arrays: this runs for every request. Parameters are bound only
+        // for the route chosen.
         var bestLiterals = -1
-        var exact: (handler: Handler, parameters: [String: String])?
-        var viaGet: (handler: Handler, parameters: [String: String])?
+        var exact: Route?
+        var viaGet: Route?
         var allowed: [String] = []
-        for route in routes where route.segments.count == parts.count {
-            guard let parameters = Self.bind(route.segments, to: parts) else { continue }
-            let literals = route.segments.count - parameters.count
-            if literals < bestLiterals { continue }
-            if literals > bestLiterals {
-                bestLiterals = literals
+        for route in routes where route.segments.count == parts.count && route.literals >= bestLiterals {
+            guard Self.fits(route.segments, parts) else { continue }
+            if route.literals > bestLiterals {
+                bestLiterals = route.literals
                 exact = nil
                 viaGet = nil
                 allowed.removeAll()
             }
-            if route.method == method, exact == nil { exact = (route.handler, parameters) }
-            if method == "HEAD", route.method == "GET", viaGet == nil { viaGet = (route.handler, parameters) }
+            if route.method == method, exact == nil { exact = route }
+            if method == "HEAD", route.method == "GET", viaGet == nil { viaGet = route }
             allowed.append(route.method)
         }
-        if let match = exact ?? viaGet { return .handler(match.handler, match.parameters) }
+        if let route = exact ?? viaGet { return .handler(route.handler, Self.bind(route.segments, to: parts)) }
         if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }
         return .methodNotAllowed(allowed: Array(Set(allowed + ["OPTIONS"])).sorted())
@@ -105,14 +107,18 @@ public struct Router: Sendable {
         path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
     }
 
-    private static func bind(_ segments: [Segment], to parts: [String]) -> [String: String]? {
-        guard segments.count == parts.count else { return nil }
+    /// Whether every literal segment is the part at its place (the counts are equal).
+    private static func fits(_ segments: [Segment], _ parts: [String]) -> Bool {
+        for index in segments.indices {
+            if case .literal(let literal) = segments[index], literal != parts[index] { return false }
+        }
+        return true
+    }
+
+    private static func bind(_ segments: [Segment], to parts: [String]) -> [String: String] {
         var parameters: [String: String] = [:]
-        for (segment, part) in zip(segments, parts) {
-            switch segment {
-            case .literal(let literal): if literal != part { return nil }
-            case .parameter(let name): parameters[name] = part
-            }
+        for index in segments.indices {
+            if case .parameter(let name) = segments[index] { parameters[name] = parts[index] }
         }
         return parameters
     }

@@ -10,7 +10,9 @@ extension Routes {
             return .json(auction, status: 201, headers: [("Location", "/auctions/\(id)")])
         }
         add("GET", "/auctions") { _ in .json(["auctions": .array(auctions.list())]) }
-        add("GET", "/auctions/{id}") { request in .json(try auctions.get(request.parameter("id"))) }
+        add("GET", "/auctions/{id}") { request in
+            Response(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(try auctions.encoded(request.parameter("id"))))
+        }
         add("GET", "/auctions/{id}/bids") { request in
             .json(["bids": .array(try auctions.bids(request.parameter("id")))])
         }
