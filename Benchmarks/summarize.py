@@ -54,6 +54,8 @@ line("pipelined: events received (of 3,000,000)", figures("pipelined-*.json", js
 line("pipelined: events lost + duplicated + out of order", figures("pipelined-*.json", lambda t: sum(json.loads(t)["events"][k] for k in ("lost", "duplicated", "outOfOrder"))))
 line("pipelined: server CPU per delivered event (µs)", figures("pipelined-*.json", js("serverCpuMicrosecondsPerDeliveredEvent")))
 line("pipelined: last event received after the first bid (s)", figures("pipelined-*.json", lambda t: round(json.loads(t)["burstSeconds"], 2)))
+line("10,000 idle: CPU with heartbeats every 15 s (% of a core)", figures("idle-*.json", lambda t: round(json.loads(t)["server"]["idleCpuFractionOfCore"] * 100, 2)))
+line("10,000 idle: RSS per subscriber (KiB)", figures("idle-*.json", js("server.rssKiBPerSubscriber")))
 line("19,000 held: subscribers connected", figures("hold-*.json", js("subscribers.connected")))
 line("19,000 held: RSS per subscriber (KiB)", figures("hold-*.json", js("server.rssKiBPerSubscriber")))
 line("19,000 held: idle CPU, heartbeats on (% of a core)", figures("hold-*.json", lambda t: round(json.loads(t)["server"]["idleCpuFractionOfCore"] * 100, 2)))

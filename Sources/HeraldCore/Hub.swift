@@ -188,9 +188,6 @@ public final class Hub: Sendable {
         deliverySignal.withLock { $0 = signal }
     }
 
-    /// Whether events wait for `deliver()`.
-    public var hasUndelivered: Bool { state.withLock { !$0.undelivered.isEmpty } }
-
     /// Queues every published event that is waiting to its observers, in order, and calls their wakers.
     /// The hub's lock is held only to take the batch and the observer sets (copy-on-write, so no copy),
     /// never while queueing: a publisher never waits for fan-out.
@@ -301,10 +298,13 @@ public final class Hub: Sendable {
     private static func remove(_ observer: Observer, from state: inout State) {
         var removed = false
         for topic in Set(observer.interests) {
-            guard var subject = state.subjects[topic], subject.observers.removeValue(forKey: observer.id) != nil else { continue }
+            // In place: a copy of the subject would copy its whole observer table, once per observer leaving.
+            guard state.subjects[topic]?.observers.removeValue(forKey: observer.id) != nil else { continue }
             removed = true
             // A subject with no value and no observers is forgotten, so names a client makes up cost nothing once it leaves.
-            state.subjects[topic] = subject.value == nil && subject.collection == nil && subject.observers.isEmpty ? nil : subject
+            if let subject = state.subjects[topic], subject.value == nil, subject.collection == nil, subject.observers.isEmpty {
+                state.subjects[topic] = nil
+            }
         }
         if removed { state.observerCount -= 1 }
     }

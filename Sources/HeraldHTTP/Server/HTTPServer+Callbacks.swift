@@ -106,12 +106,6 @@ extension HTTPServer {
                        chunked: Bool = false) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
-        case .eventStream(let feed) where draining.load(ordering: .sequentiallyConsistent):
-            feed.close()
-            var refusal = Problem(status: 503, detail: "the server is shutting down; reconnect to another or later",
-                                  headers: [("Retry-After", "1"), ("Connection", "close")]).response
-            refusal.headers += response.headers.filter { $0.name.hasPrefix("Access-Control") }
-            return queue(refusal, on: connection, method: method)
         case .eventStream(let feed) where method == "HEAD":
             // The head a GET would get, and no stream: nothing is subscribed, nothing is written.
             feed.close()
@@ -140,25 +134,26 @@ extension HTTPServer {
     /// is never answered, as a stream does not end.
     private func handOver(_ feed: any EventFeed, head headers: [(name: String, value: String)], connection: OpaquePointer,
                           framing: StreamFraming) -> MHD_Result {
-        let cors = headers.filter { $0.name.hasPrefix("Access-Control") }
-        let socket = clinux_dup(cmhd_connection_fd(connection))
-        guard socket >= 0, streams.count < streams.limit else {
+        let shuttingDown = draining.load(ordering: .sequentiallyConsistent)
+        let socket = shuttingDown ? -1 : clinux_dup(cmhd_connection_fd(connection))
+        var start = StreamHead.bytes(headers: headers, framing: framing)
+        if socket >= 0 {
+            var body = EventStream.buffer()
+            body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
+            _ = feed.take(into: &body, limit: EventStream.writeSize)
+            let offset = EventStream.frame(&body, framing)
+            start.append(contentsOf: body[offset...])
+        }
+        guard socket >= 0, streams.add(socket: socket, framing: framing, feed: feed, start: start) else {
             if socket >= 0 { close(socket) }
             feed.close()
-            return queue(Problem(status: 503, detail: "the server holds as many streams as it can; reconnect later",
-                                 headers: [("Retry-After", "5")] + cors).response, on: connection, method: "GET")
-        }
-        var start = StreamHead.bytes(headers: headers, framing: framing)
-        var body = EventStream.buffer()
-        body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
-        _ = feed.take(into: &body, limit: EventStream.writeSize)
-        let offset = EventStream.frame(&body, framing)
-        start.append(contentsOf: body[offset...])
-        guard streams.add(socket: socket, framing: framing, feed: feed, start: start) else {
-            close(socket)
-            feed.close()
-            return queue(Problem(status: 503, detail: "the server is shutting down; reconnect to another or later",
-                                 headers: [("Retry-After", "1"), ("Connection", "close")] + cors).response, on: connection, method: "GET")
+            let cors = headers.filter { $0.name.hasPrefix("Access-Control") }
+            let refusal = shuttingDown || draining.load(ordering: .sequentiallyConsistent)
+                ? Problem(status: 503, detail: "the server is shutting down; reconnect to another or later",
+                          headers: [("Retry-After", "1"), ("Connection", "close")] + cors)
+                : Problem(status: 503, detail: "the server holds as many streams as it can; reconnect later",
+                          headers: [("Retry-After", "5")] + cors)
+            return queue(refusal.response, on: connection, method: "GET")
         }
         return MHD_Result.NO
     }

@@ -17,7 +17,9 @@ info:
     then live events. An observer that reconnects with `Last-Event-ID` (header, or `lastEventId` in the
     query) gets exactly the events after that id, then live ones; if the id is older than the history
     kept, or unreadable, it gets `resync` and then snapshots. Idle streams get a comment heartbeat.
-    An observer that falls too far behind is disconnected and can resume with `Last-Event-ID`.
+    An observer that falls too far behind, or reads nothing through two heartbeats, is disconnected
+    and can resume with `Last-Event-ID`. On HTTP/1.1 a stream is chunked; on HTTP/1.0 it has
+    `Connection: close` and ends with the connection.
 
     **Errors** are `application/problem+json` (RFC 9457). A 5xx carries `requestId`, the id its log
     line names; the details stay in the log.
@@ -907,6 +909,8 @@ components:
         A Server-Sent Events stream that stays open. It starts with a comment and `retry:`; when it has
         no snapshot to send, with an id-only block (`id: N`), so a client that reconnects before the
         first event still sends `Last-Event-ID`. Trip events follow `locale` and `Accept-Language`.
+        HTTP/1.1: `Transfer-Encoding: chunked`, ended by the last chunk when the server stops. HTTP/1.0:
+        `Connection: close`, the body ends with the connection.
       headers:
         Cache-Control:
           schema: { const: no-store }
@@ -946,7 +950,7 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     Draining:
-      description: The server is shutting down and opens no new stream; reconnect (`Retry-After`).
+      description: The server is shutting down, or holds as many streams as its open files allow, and opens no new stream; reconnect (`Retry-After`).
       headers:
         Retry-After:
           schema: { type: integer }
