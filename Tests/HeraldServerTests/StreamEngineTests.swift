@@ -143,6 +143,30 @@ import Testing
         #expect(seen + rest == published, "what it saw and what it missed, each once, in order")
     }
 
+    /// Once stopping begins nobody new connects, while a stream whose client reads nothing keeps the
+    /// server in its grace period.
+    @Test func stoppingClosesTheListenerAtOnce() throws {
+        let server = try TestHerald()
+        let port = server.port
+        let client = server.client()
+        let stalled = try Socket(port: port, receiveBuffer: 4096)
+        try stalled.send("GET /notifications/full/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        #expect(eventually(timeout: 5) { (try? server.observers(of: "notifications/full")) == 1 })
+        let payload = String(repeating: "f", count: 20_000)
+        for _ in 0..<300 { _ = try client.post("/notifications/full", #"{"userInfo":{"pad":"\#(payload)"}}"#) }
+        let herald = server.herald
+        let stopped = DispatchSemaphore(value: 0)
+        Thread {
+            herald.stop()
+            stopped.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(stopped.wait(timeout: .now()) == .timedOut, "still in its grace period: the stalled stream cannot end")
+        #expect(throws: (any Error).self, "a new connection is refused") { try Socket(port: port, timeout: 1) }
+        #expect(stopped.wait(timeout: .now() + 10) == .success)
+        stalled.close()
+    }
+
     /// A bid does not wait for its fan-out: with 1,000 watchers its median answer time stays within
     /// twice (plus half a millisecond) of that with none. (The figures are in BENCHMARKS.md; this only
     /// catches a return of fan-out to the request path: queueing to 1,000 observers there measured 4.4 ms

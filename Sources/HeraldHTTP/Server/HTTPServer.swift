@@ -53,7 +53,8 @@ public final class HTTPServer: Sendable {
         let isIPv6 = address.pointee.ai_family == AF_INET6
         // TURBO: libmicrohttpd does not `shutdown` a socket it closes (connection.c:796), so a stream's
         // socket, handed to the engine as a second descriptor, outlives libmicrohttpd's connection.
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_TURBO.rawValue
+        // ITC: `MHD_quiesce_daemon` (closing the listener when stopping begins) needs it (daemon.c:5506).
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_TURBO.rawValue | MHD_USE_ITC.rawValue
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         if logger.logLevel <= .debug { flags |= MHD_USE_ERROR_LOG.rawValue }
         let settings = cmhd_daemon_settings(
@@ -83,7 +84,7 @@ public final class HTTPServer: Sendable {
         guard let raw = daemon.withLock({ $0 })?.raw else { return }
         draining.store(true, ordering: .sequentiallyConsistent)
         let listener = MHD_quiesce_daemon(raw)
-        if listener >= 0 { close(listener) }
+        if listener >= 0 { close(listener) } else { logger.error("the listening socket could not be closed before the streams end") }
         let clock = ContinuousClock()
         let deadline = clock.now + grace
         // Again on every pass: a stream whose response was being made when draining began joins late.
