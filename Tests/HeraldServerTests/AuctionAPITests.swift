@@ -3,6 +3,28 @@ import HeraldTestSupport
 import Testing
 
 @Suite struct AuctionAPITests {
+    /// `GET /auctions/{id}` is sent from a response kept for its cached bytes: the same while nothing
+    /// changes, the new state at once after a bid, and never another request's headers.
+    @Test func aKeptAnswerIsNeverStale() throws {
+        let server = try TestHerald(corsOrigin: "https://a.example")
+        let client = server.client()
+        let id = try server.auction(countdown: 30)
+        let first = try client.get("/auctions/\(id)")
+        let second = try client.get("/auctions/\(id)")
+        #expect(first.status == 200 && second.status == 200)
+        #expect(first.text == second.text)
+        #expect(first.json["bidCount"] as? Int == 0)
+        let allowed = try client.get("/auctions/\(id)", headers: [("Origin", "https://a.example")])
+        #expect(allowed.header("Access-Control-Allow-Origin") == "https://a.example")
+        #expect(try client.get("/auctions/\(id)").header("Access-Control-Allow-Origin") == nil, "headers are part of what is kept")
+        #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":5}"#).status == 201)
+        let after = try client.get("/auctions/\(id)")
+        #expect(after.json["bidCount"] as? Int == 1 && after.json["leader"] as? String == "ann")
+        let head = try client.request("HEAD", "/auctions/\(id)")
+        #expect(head.status == 200 && head.body.isEmpty)
+        #expect(try client.get("/auctions/\(id)").text == after.text, "and the connection carries on after a HEAD")
+    }
+
     @Test func createGetListAndBid() throws {
         let server = try TestHerald()
         let client = server.client()

@@ -4,6 +4,10 @@ import HeraldJSON
 public struct Response: Sendable {
     public enum Body: Sendable {
         case bytes([UInt8])
+        /// Bytes the handler keeps and hands out again (a cached encoding): the server may keep the
+        /// finished response for them and send it again while the same bytes come with the same
+        /// status and headers.
+        case shared([UInt8])
         case eventStream(any EventFeed)
     }
 

@@ -19,6 +19,8 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// The indices of the routes with each number of segments: a request looks only at those.
+    private var bySegmentCount: [[Int]] = []
     /// Told of an error no handler expected, before the client gets a 500 that names only the request id.
     private let onUnexpected: @Sendable (Request, any Error) -> Void
 
@@ -32,6 +34,8 @@ public struct Router: Sendable {
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
         }
         let literals = segments.count { if case .literal = $0 { true } else { false } }
+        while bySegmentCount.count <= segments.count { bySegmentCount.append([]) }
+        bySegmentCount[segments.count].append(routes.count)
         routes.append(Route(method: method, segments: segments, handler: handler, literals: literals))
     }
 
@@ -51,8 +55,10 @@ public struct Router: Sendable {
         var exact: Route?
         var viaGet: Route?
         var allowed: [String] = []
-        for route in routes where route.segments.count == parts.count && route.literals >= bestLiterals {
-            guard Self.fits(route.segments, parts) else { continue }
+        guard parts.count < bySegmentCount.count else { return .notFound }
+        for index in bySegmentCount[parts.count] where routes[index].literals >= bestLiterals {
+            guard Self.fits(routes[index].segments, parts) else { continue }
+            let route = routes[index]
             if route.literals > bestLiterals {
                 bestLiterals = route.literals
                 exact = nil

@@ -102,8 +102,10 @@ extension HTTPServer {
         Problem(status: 413, detail: "the request body is larger than \(configuration.bodyLimit) bytes").response
     }
 
+    /// - Parameter keep: takes the reference to the libmicrohttpd response that is made (with its
+    ///   headers), to queue it again later; by default the reference is dropped once it is queued.
     private func queue(_ response: Response, on connection: OpaquePointer, method: String,
-                       chunked: Bool = false) -> MHD_Result {
+                       chunked: Bool = false, keep: ((OpaquePointer) -> Void)? = nil) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .eventStream(let feed) where method == "HEAD":
@@ -114,15 +116,23 @@ extension HTTPServer {
             mhdResponse = bytes.withUnsafeBytes { buffer in
                 MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
             }
+        case .shared(let bytes):
+            if let kept = keptResponses.response(for: bytes, status: response.status, headers: response.headers) {
+                return MHD_queue_response(connection, UInt32(response.status), kept)
+            }
+            return queue(Response(status: response.status, headers: response.headers, body: .bytes(bytes)), on: connection, method: method) {
+                self.keptResponses.keep($0, for: bytes, status: response.status, headers: response.headers)
+            }
         case .eventStream(let feed):
             return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited)
         }
         guard let mhdResponse else { return MHD_Result.NO }
-        defer { MHD_destroy_response(mhdResponse) }
         for header in response.headers {
             _ = MHD_add_response_header(mhdResponse, header.name, header.value)
         }
-        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        if let keep { keep(mhdResponse) } else { MHD_destroy_response(mhdResponse) }
+        return result
     }
 
     /// Gives an SSE stream's socket to the stream engine: a second descriptor of it, the head and the

@@ -22,6 +22,8 @@ public final class HTTPServer: Sendable {
     private let guardState: Mutex<RequestGuard>
     var requestGuard: RequestGuard { guardState.withLock { $0 } }
     let requestIDs = RequestIDs()
+    /// Responses for shared bytes, sent again (the daemon's thread only).
+    let keptResponses = KeptResponses()
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
     /// Set when stopping begins: new streams are refused, so every stream can be ended before the daemon stops.

@@ -11,7 +11,7 @@ extension Routes {
         }
         add("GET", "/auctions") { _ in .json(["auctions": .array(auctions.list())]) }
         add("GET", "/auctions/{id}") { request in
-            Response(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(try auctions.encoded(request.parameter("id"))))
+            Response(status: 200, headers: [("Content-Type", "application/json")], body: .shared(try auctions.encoded(request.parameter("id"))))
         }
         add("GET", "/auctions/{id}/bids") { request in
             .json(["bids": .array(try auctions.bids(request.parameter("id")))])
