@@ -49,27 +49,24 @@ public struct Router: Sendable {
     /// The most literal pattern wins, whatever the order routes were added in: `/units/events` is the
     /// stream (and `PUT /units/events` is 405), never the unit `events`.
     public func match(method: String, segments parts: [String]) -> Match {
-        // One pass, no intermediate arrays: this runs for every request. Parameters are bound only
-        // for the route chosen.
-        var bestLiterals = -1
-        var exact: Route?
-        var viaGet: Route?
-        var allowed: [String] = []
+        // One pass over the routes with as many segments, nothing allocated: this runs for every
+        // request. The methods allowed are gathered only when the method does not match.
         guard parts.count < bySegmentCount.count else { return .notFound }
-        for index in bySegmentCount[parts.count] where routes[index].literals >= bestLiterals {
-            guard Self.fits(routes[index].segments, parts) else { continue }
-            let route = routes[index]
-            if route.literals > bestLiterals {
-                bestLiterals = route.literals
+        let candidates = bySegmentCount[parts.count]
+        var bestLiterals = -1
+        var exact: Int?
+        var viaGet: Int?
+        for index in candidates where routes[index].literals >= bestLiterals && Self.fits(routes[index].segments, parts) {
+            if routes[index].literals > bestLiterals {
+                bestLiterals = routes[index].literals
                 exact = nil
                 viaGet = nil
-                allowed.removeAll()
             }
-            if route.method == method, exact == nil { exact = route }
-            if method == "HEAD", route.method == "GET", viaGet == nil { viaGet = route }
-            allowed.append(route.method)
+            if exact == nil, routes[index].method == method { exact = index }
+            if viaGet == nil, method == "HEAD", routes[index].method == "GET" { viaGet = index }
         }
-        if let route = exact ?? viaGet { return .handler(route.handler, Self.bind(route.segments, to: parts)) }
+        if let index = exact ?? viaGet { return .handler(routes[index].handler, Self.bind(routes[index].segments, to: parts)) }
+        var allowed = candidates.filter { routes[$0].literals == bestLiterals && Self.fits(routes[$0].segments, parts) }.map { routes[$0].method }
         if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }
         return .methodNotAllowed(allowed: Array(Set(allowed + ["OPTIONS"])).sorted())
