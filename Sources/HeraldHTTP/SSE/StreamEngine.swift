@@ -119,9 +119,11 @@ public final class StreamEngine: Sendable {
         thread.start()
     }
 
-    /// Stops the thread; streams still open are dropped.
+    /// Stops the thread; streams still open are dropped. The hooks are let go: they usually hold what
+    /// holds the engine (the hub, whose delivery signal wakes it).
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiring) else { return }
+        defer { hooks.withLock { $0 = [] } }
         guard started.load(ordering: .relaxed) else { return }
         var one: UInt64 = 1
         _ = write(wakeup, &one, 8)
