@@ -73,6 +73,8 @@ final class HeraldProcess {
     let process = Process()
     let port: Int
     private let errors = Pipe()
+    /// What it wrote to standard error so far.
+    let log = LogLines()
 
     /// Starts `herald` in memory, or on `dataDirectory` when given.
     init(arguments: [String] = [], dataDirectory: String? = nil) throws {
@@ -81,7 +83,7 @@ final class HeraldProcess {
         process.arguments = ["--port", "0", "--log-level", "info"] + store + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
-        let log = LogLines()
+        let log = self.log
         errors.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
         try process.run()
         let child = process

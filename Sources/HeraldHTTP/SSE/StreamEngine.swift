@@ -83,7 +83,6 @@ public final class StreamEngine: Sendable {
     /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it.
     /// Returns false, and closes nothing, when the engine is full or stopped.
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, start: [UInt8]) -> Bool {
-        guard !stopped.load(ordering: .acquiring) else { return false }
         guard streamCount.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
             streamCount.wrappingSubtract(1, ordering: .relaxed)
             return false
@@ -92,16 +91,31 @@ public final class StreamEngine: Sendable {
                                  framing: framing, feed: feed, start: start)
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
         feed.setWaker { [self] _ in wake(stream) }
-        inbox.withLock { $0.added.append(stream) }
+        let added = inbox.withLock { inbox -> Bool in
+            guard !stopped.load(ordering: .acquiring) else { return false }
+            inbox.added.append(stream)
+            return true
+        }
+        guard added else {
+            streamCount.wrappingSubtract(1, ordering: .relaxed)
+            return false
+        }
         signal()
         return true
     }
 
     /// Asks for `stream` to be written (or closed, if its feed has finished). Any thread.
+    /// After `stop`, nothing is added: the inbox would keep the stream, and through its feed the hub,
+    /// which holds the engine (its delivery signal). The check is under the inbox's lock, which the
+    /// engine's thread takes to empty the inbox for the last time once `stopped` is set.
     func wake(_ stream: EventStream) {
         guard !stream.scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        inbox.withLock { $0.woken.append(stream) }
-        signal()
+        let added = inbox.withLock { inbox -> Bool in
+            guard !stopped.load(ordering: .acquiring) else { return false }
+            inbox.woken.append(stream)
+            return true
+        }
+        if added { signal() }
     }
 
     /// Ends every stream: `.graceful` writes what is queued and then the body's end; `.abort` drops them.
@@ -192,7 +206,8 @@ public final class StreamEngine: Sendable {
             }
         }
         for stream in Array(loop.streams.values) { drop(stream) }
-        for stream in inbox.withLock({ $0.added }) {
+        // Whatever came in after the last pass: streams never registered are closed, wake-ups dropped.
+        for stream in inbox.withLock({ inbox in defer { inbox = Inbox() }; return inbox.added }) {
             close(stream.socket)
             stream.feed.close()
         }
