@@ -1,4 +1,4 @@
-/* The engine's own limit: a libmicrohttpd hello-world with Herald's daemon flags and keep-alive
+/* The engine's own limit: a libmicrohttpd hello-world with Herald's daemon flags (epoll, TURBO, ITC) and
  * handling (the response is queued on the second call, as Herald does), answering a small JSON body.
  *   cc -O2 -o .build/hello Benchmarks/hello.c $(pkg-config --cflags --libs libmicrohttpd)
  *   .build/hello 8081 */
@@ -35,8 +35,8 @@ int main(int argc, char **argv)
 {
     unsigned short port = argc > 1 ? (unsigned short)atoi(argv[1]) : 8081;
     struct MHD_Daemon *daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, answer, NULL,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)19000, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO | MHD_USE_ITC, port, NULL, NULL, answer, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)19000, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096, MHD_OPTION_END);
     if (daemon == NULL) {
         fprintf(stderr, "cannot start on port %u\n", port);
