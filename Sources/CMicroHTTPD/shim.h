@@ -10,10 +10,6 @@
 
 /* Swift cannot call MHD's variadic functions nor see some macros: these adapters make them callable. */
 
-static const uint64_t CMHD_SIZE_UNKNOWN = MHD_SIZE_UNKNOWN;
-static const ssize_t CMHD_CONTENT_READER_END_OF_STREAM = MHD_CONTENT_READER_END_OF_STREAM;
-static const ssize_t CMHD_CONTENT_READER_END_WITH_ERROR = MHD_CONTENT_READER_END_WITH_ERROR;
-
 /// The settings `cmhd_start_daemon` passes to `MHD_start_daemon` as an option array.
 typedef struct {
     unsigned int flags;
