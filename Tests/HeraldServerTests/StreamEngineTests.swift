@@ -143,6 +143,23 @@ import Testing
         #expect(seen + rest == published, "what it saw and what it missed, each once, in order")
     }
 
+    /// Streams past the engine's limit (here its floor of 16) get a 503 problem with `Retry-After`, and
+    /// a place freed is taken again.
+    @Test func streamsPastTheLimitAreRefusedWithRetryAfter() throws {
+        let server = try TestHerald(connectionLimit: 16)
+        var streams = try (0..<16).map { _ in try server.stream("/currency/events") }
+        #expect(streams.allSatisfy { $0.head?.status == 200 })
+        let refused = try server.client().get("/currency/events")
+        #expect(refused.status == 503)
+        #expect(refused.header("Content-Type") == "application/problem+json")
+        #expect(refused.header("Retry-After") == "5")
+        streams.removeLast().close()
+        #expect(eventually(timeout: 2) { (try? server.observers(of: "currency")) == 15 })
+        let again = try server.stream("/currency/events")
+        #expect(again.head?.status == 200)
+        _ = try again.next(timeout: 5)
+    }
+
     /// Once stopping begins nobody new connects, while a stream whose client reads nothing keeps the
     /// server in its grace period.
     @Test func stoppingClosesTheListenerAtOnce() throws {

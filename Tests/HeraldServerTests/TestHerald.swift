@@ -12,13 +12,14 @@ final class TestHerald {
 
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,
          bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil, historyDays: Int? = 7,
-         allowedHosts: [String]? = nil, corsOrigin: String = "*") throws {
+         allowedHosts: [String]? = nil, corsOrigin: String = "*", connectionLimit: Int? = nil) throws {
         var configuration = HeraldConfiguration()
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
         configuration.http.heartbeat = heartbeat
         configuration.http.bodyLimit = bodyLimit
         configuration.http.allowedHosts = allowedHosts
+        configuration.http.connectionLimit = connectionLimit
         configuration.corsOrigin = corsOrigin
         configuration.history = history
         configuration.observerQueueLimit = queueLimit
