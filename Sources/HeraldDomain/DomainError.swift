@@ -22,6 +22,8 @@ public struct DomainError: Error, Sendable, Equatable {
         case invalid
         /// The change could not be stored; nothing changed. Try again later.
         case unavailable
+        /// The change could not be stored and trying again will not help (a damaged store); nothing changed.
+        case failed
     }
 
     public let kind: Kind

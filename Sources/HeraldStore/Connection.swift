@@ -13,7 +13,7 @@ final class Connection {
         guard code == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
             sqlite3_close_v2(handle)
-            throw StoreError("cannot open \(path): \(message)")
+            throw StoreError("cannot open \(path): \(message)", code: code)
         }
         self.handle = handle
         sqlite3_extended_result_codes(handle, 1)
@@ -26,13 +26,19 @@ final class Connection {
 
     var lastError: String { String(cString: sqlite3_errmsg(handle)) }
 
+    /// The failure SQLite just reported, with its code.
+    func failure(_ code: Int32, _ context: String? = nil) -> StoreError {
+        StoreError(context.map { "\($0): \(lastError)" } ?? lastError, code: code)
+    }
+
     /// Runs SQL that returns no rows (several statements allowed).
     func execute(_ sql: String) throws(StoreError) {
         var error: UnsafeMutablePointer<CChar>?
-        guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
+        let code = sqlite3_exec(handle, sql, nil, nil, &error)
+        guard code == SQLITE_OK else {
             let message = error.map { String(cString: $0) } ?? lastError
             sqlite3_free(error)
-            throw StoreError(message)
+            throw StoreError(message, code: sqlite3_extended_errcode(handle))
         }
     }
 
@@ -43,9 +49,8 @@ final class Connection {
             return cached
         }
         var raw: OpaquePointer?
-        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil) == SQLITE_OK, let raw else {
-            throw StoreError("cannot prepare '\(sql)': \(lastError)")
-        }
+        let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard code == SQLITE_OK, let raw else { throw failure(code, "cannot prepare '\(sql)'") }
         let statement = Statement(raw: raw, connection: self)
         statements[sql] = statement
         return statement
@@ -89,19 +94,26 @@ final class Statement {
         sqlite3_clear_bindings(raw)
     }
 
-    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(raw, index, value) }
-    func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(raw, index, value) }
-    func bind(_ index: Int32, _ value: String) { csqlite_bind_text(raw, index, value, -1) }
-    func bind(_ index: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { csqlite_bind_blob(raw, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+    func bind(_ index: Int32, _ value: Int64) throws(StoreError) { try check(sqlite3_bind_int64(raw, index, value), index) }
+    func bind(_ index: Int32, _ value: Double) throws(StoreError) { try check(sqlite3_bind_double(raw, index, value), index) }
+    func bind(_ index: Int32, _ value: String) throws(StoreError) { try check(csqlite_bind_text(raw, index, value, -1), index) }
+    func bind(_ index: Int32, _ bytes: [UInt8]) throws(StoreError) {
+        let code = bytes.withUnsafeBytes { csqlite_bind_blob(raw, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+        try check(code, index)
+    }
+
+    /// A bind that failed (a value too big, an index out of range) fails the statement.
+    private func check(_ code: Int32, _ index: Int32) throws(StoreError) {
+        guard code == SQLITE_OK else { throw connection.failure(code, "cannot bind parameter \(index)") }
     }
 
     /// Advances; true while there is a row.
     func step() throws(StoreError) -> Bool {
-        switch sqlite3_step(raw) {
+        let code = sqlite3_step(raw)
+        switch code {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
-        default: throw StoreError(connection.lastError)
+        default: throw connection.failure(code)
         }
     }
 

@@ -11,7 +11,8 @@ public final class SQLiteStore: Sendable {
     public static let fileName = "herald.sqlite3"
 
     public let path: String
-    private let connection: Mutex<Connection>
+    /// Internal, not private: tests set pragmas on it (a page limit, to fill the store).
+    let connection: Mutex<Connection>
     private let lockFile: Int32
 
     /// Opens (creating if needed) the store in `directory`, migrating it to the current schema.
@@ -82,7 +83,7 @@ public final class SQLiteStore: Sendable {
                 state.records[records.text(0) ?? "", default: []].append((records.text(1) ?? "", records.blob(2)))
             }
             let events = try connection.statement("SELECT id, topic, name, data, tags, at FROM events ORDER BY id DESC LIMIT ?")
-            events.bind(1, Int64(max(eventLimit, 0)))
+            try events.bind(1, Int64(max(eventLimit, 0)))
             while try events.step() {
                 let tags = events.text(4).map(Self.tags(from:)) ?? []
                 state.events.append(StoredEvent(id: UInt64(events.int(0)), topic: events.text(1) ?? "", name: events.text(2) ?? "",
@@ -99,29 +100,29 @@ public final class SQLiteStore: Sendable {
             try connection.transaction { () throws(StoreError) in
                 if let event {
                     let insert = try connection.statement("INSERT INTO events (id, topic, name, data, tags, at) VALUES (?, ?, ?, ?, ?, ?)")
-                    insert.bind(1, Int64(event.id))
-                    insert.bind(2, event.topic)
-                    insert.bind(3, event.name)
-                    insert.bind(4, event.data)
-                    insert.bind(5, JSONValue.array(event.tags.map { .string($0) }).serialized)
-                    insert.bind(6, event.at.timeIntervalSince1970)
+                    try insert.bind(1, Int64(event.id))
+                    try insert.bind(2, event.topic)
+                    try insert.bind(3, event.name)
+                    try insert.bind(4, event.data)
+                    try insert.bind(5, JSONValue.array(event.tags.map { .string($0) }).serialized)
+                    try insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
                     let sequence = try connection.statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
-                    sequence.bind(1, Int64(event.id))
+                    try sequence.bind(1, Int64(event.id))
                     try sequence.run()
                 }
                 for record in records {
                     if let document = record.document {
                         let upsert = try connection.statement(
                             "INSERT INTO records (kind, id, document) VALUES (?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document")
-                        upsert.bind(1, record.kind)
-                        upsert.bind(2, record.id)
-                        upsert.bind(3, document)
+                        try upsert.bind(1, record.kind)
+                        try upsert.bind(2, record.id)
+                        try upsert.bind(3, document)
                         try upsert.run()
                     } else {
                         let delete = try connection.statement("DELETE FROM records WHERE kind = ? AND id = ?")
-                        delete.bind(1, record.kind)
-                        delete.bind(2, record.id)
+                        try delete.bind(1, record.kind)
+                        try delete.bind(2, record.id)
                         try delete.run()
                     }
                 }
@@ -137,11 +138,11 @@ public final class SQLiteStore: Sendable {
         try connection.withLock { connection throws(StoreError) in
             let newest = try connection.text("SELECT max(id) FROM events").flatMap { UInt64($0) } ?? 0
             let byCount = try connection.statement("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?")
-            byCount.bind(1, Int64(max(keep, 0)))
+            try byCount.bind(1, Int64(max(keep, 0)))
             try byCount.run()
             if let before {
                 let byAge = try connection.statement("DELETE FROM events WHERE at < ?")
-                byAge.bind(1, before.timeIntervalSince1970)
+                try byAge.bind(1, before.timeIntervalSince1970)
                 try byAge.run()
             }
             return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) } ?? newest + 1

@@ -1,9 +1,40 @@
+import CSQLite
 import Foundation
 
 /// Why the store cannot do what it was asked: said plainly, for the log and the exit message.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// What failed, as far as a caller can act on it (from SQLite's primary result code).
+    public enum Kind: Sendable, Equatable {
+        /// Another writer holds the database (SQLITE_BUSY, SQLITE_LOCKED): trying again may work.
+        case busy
+        /// The disk or the database's size limit is full (SQLITE_FULL).
+        case full
+        /// The database cannot be written (SQLITE_READONLY).
+        case readOnly
+        /// The file is damaged or not a database (SQLITE_CORRUPT, SQLITE_NOTADB).
+        case corrupt
+        /// Anything else, or a failure SQLite did not report.
+        case other
+    }
+
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// SQLite's extended result code, when SQLite reported the failure.
+    public let code: Int32?
+
+    public init(_ description: String, code: Int32? = nil) {
+        self.description = code.map { "\(description) (SQLite code \($0))" } ?? description
+        self.code = code
+    }
+
+    public var kind: Kind {
+        switch code.map({ $0 & 0xFF }) {
+        case SQLITE_BUSY, SQLITE_LOCKED: .busy
+        case SQLITE_FULL: .full
+        case SQLITE_READONLY: .readOnly
+        case SQLITE_CORRUPT, SQLITE_NOTADB: .corrupt
+        default: .other
+        }
+    }
 }
 
 /// An event as stored: the same bytes the observers get.

@@ -13,6 +13,48 @@ import Testing
         StoredEvent(id: id, topic: topic, name: "unit", data: Array(#"{"topic":"\#(topic)","n":\#(id)}"#.utf8), tags: ["delay", "delayed"], at: at)
     }
 
+    /// A full store says so: its error has SQLite's code, and the kind a server answers by (503 with
+    /// `Retry-After` for full or busy, 500 for damaged). What failed is not stored in part.
+    @Test func aFullStoreFailsWithItsCodeAndStoresNothingOfTheFailedChange() throws {
+        let dir = directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try SQLiteStore(directory: dir)
+        let pages = try #require(try store.connection.withLock { try $0.text("PRAGMA page_count") }.flatMap { Int($0) })
+        _ = try store.connection.withLock { try $0.text("PRAGMA max_page_count = \(pages + 2)") }
+        let big = [UInt8](repeating: 0x61, count: 4096)
+        var failure: StoreError?
+        var stored: UInt64 = 0
+        for id in 1...50 {
+            do {
+                try store.commit(event: StoredEvent(id: UInt64(id), topic: "units/a", name: "unit", data: big, tags: [], at: Date()),
+                                 records: [RecordChange(kind: "unit", id: "u\(id)", document: big)])
+                stored = UInt64(id)
+            } catch {
+                failure = error
+                break
+            }
+        }
+        let error = try #require(failure, "the store filled up")
+        #expect(error.kind == .full, "\(error)")
+        #expect(error.code.map { $0 & 0xFF } == 13, "SQLITE_FULL")
+        #expect(error.description.contains("SQLite code"))
+        let state = try store.load(eventLimit: 100)
+        #expect(state.events.last?.id == stored, "the failed change left no event")
+        #expect(state.records["unit"]?.count == Int(stored), "and no record")
+    }
+
+    @Test func errorKindsFollowSQLitesPrimaryCode() {
+        #expect(StoreError("x", code: 5).kind == .busy)           // SQLITE_BUSY
+        #expect(StoreError("x", code: 5 | (2 << 8)).kind == .busy)  // SQLITE_BUSY_SNAPSHOT, extended
+        #expect(StoreError("x", code: 6).kind == .busy)           // SQLITE_LOCKED
+        #expect(StoreError("x", code: 13).kind == .full)
+        #expect(StoreError("x", code: 8).kind == .readOnly)
+        #expect(StoreError("x", code: 11).kind == .corrupt)
+        #expect(StoreError("x", code: 26).kind == .corrupt)       // SQLITE_NOTADB
+        #expect(StoreError("x", code: 10).kind == .other)         // SQLITE_IOERR
+        #expect(StoreError("x").kind == .other)
+    }
+
     @Test func tagsRoundTripWhateverTheyHold() throws {
         let dir = directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

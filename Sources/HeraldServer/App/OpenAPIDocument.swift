@@ -96,6 +96,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -178,6 +179,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -266,6 +268,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -337,6 +340,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -390,6 +394,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -429,6 +434,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -542,6 +548,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -556,6 +563,7 @@ paths:
           description: Removed.
         "404": { $ref: "#/components/responses/NotFound" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -614,6 +622,7 @@ paths:
         "415": { $ref: "#/components/responses/NotJSON" }
         "422": { $ref: "#/components/responses/Invalid" }
         "503": { $ref: "#/components/responses/Unavailable" }
+        "500": { $ref: "#/components/responses/StoreFailed" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
@@ -995,10 +1004,15 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     Unavailable:
-      description: The change could not be stored (the disk is full or failing), so it was not made. Retry later.
+      description: The change could not be stored now (the store is busy with another writer, its disk is full, or it cannot be written), so it was not made. Retry later.
       headers:
         Retry-After:
           schema: { type: integer }
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    StoreFailed:
+      description: The change could not be stored and retrying will not help (the store is damaged), so it was not made. `requestId` names the log line.
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }

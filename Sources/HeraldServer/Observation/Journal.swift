@@ -42,12 +42,11 @@ final class Journal: ChangeSink {
                     StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: clock.now)
                 }
                 let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
-                do {
+                do throws(StoreError) {
                     try store.commit(event: event, records: records)
                 } catch {
                     // Logged once, where the request's id is known (Routes).
-                    throw DomainError(.unavailable, "the change could not be stored, so it was not made; try again",
-                                      cause: "store commit failed on \(change.topic): \(error)")
+                    throw Self.refusal(for: error, topic: change.topic)
                 }
             }
             let updates = Self.updates(change.values, change.members)
@@ -59,6 +58,19 @@ final class Journal: ChangeSink {
             hub.publish(id: id, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data)
             return id
         }
+    }
+
+    /// What a client is told when its change could not be stored: 503 with `Retry-After` when the
+    /// store cannot write now (another writer, a full disk, a read-only file), 500 when it is damaged.
+    /// The log gets SQLite's message and code.
+    static func refusal(for error: StoreError, topic: String) -> DomainError {
+        let (kind, message): (DomainError.Kind, String) = switch error.kind {
+        case .busy: (.unavailable, "the store is busy with another writer, so the change was not made; try again")
+        case .full: (.unavailable, "the store's disk is full, so the change was not made; try again later")
+        case .readOnly: (.unavailable, "the store cannot be written, so the change was not made; try again later")
+        case .corrupt, .other: (.failed, "the change could not be stored, so it was not made")
+        }
+        return DomainError(kind, message, cause: "store commit failed on \(topic): \(error)")
     }
 
     func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {

@@ -34,7 +34,8 @@ struct Routes {
 }
 
 extension Problem {
-    /// The problem for a domain refusal: 404 unknown id, 409 conflict, 422 invalid values.
+    /// The problem for a domain refusal: 404 unknown id, 409 conflict, 422 invalid values, 503 a store
+    /// that cannot write now (busy, full, read-only), 500 a damaged one.
     init(_ error: DomainError) {
         switch error.kind {
         case .notFound:
@@ -43,6 +44,8 @@ extension Problem {
             self.init(status: 409, detail: error.message, extra: error.extra)
         case .unavailable:
             self.init(status: 503, detail: error.message, headers: [("Retry-After", "1")])
+        case .failed:
+            self.init(status: 500, detail: error.message)
         case .invalid:
             let fields = error.fields.map { JSONValue.object([("field", .string($0.field)), ("message", .string($0.message))]) }
             self.init(status: 422, detail: error.message, extra: [("errors", .array(fields))] + error.extra)
