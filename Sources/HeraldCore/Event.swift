@@ -2,8 +2,16 @@
 ///
 /// `data` is the complete JSON payload (it names its topic); observers never copy or re-encode it.
 public final class Event: Sendable {
-    /// The global sequence number; `0` for nothing published yet.
+    /// The global sequence number; `0` for nothing published yet. A transient event carries the
+    /// sequence it was published at and does not advance it.
     public let id: UInt64
+    /// Where the hub put the event among all it published, transient ones included: an observer takes
+    /// each event once, in this order.
+    public let order: UInt64
+    /// False for an event that is only news of the moment (a countdown's tick): it is not kept for
+    /// replay, takes no sequence number, and its frame has no `id:`, so a client's last event id stays
+    /// on the last durable event.
+    public let durable: Bool
     /// The subject the event belongs to, such as `auctions/7`.
     public let topic: String
     /// The event's name, such as `bid` or `snapshot`.
@@ -20,15 +28,19 @@ public final class Event: Sendable {
     public static let position = ""
 
     /// Encodes an event for the wire (id, name, data), once per event.
-    public typealias Encoder = @Sendable (_ id: UInt64, _ name: String, _ data: [UInt8]) -> [UInt8]
+    /// The id is nil for a transient event.
+    public typealias Encoder = @Sendable (_ id: UInt64?, _ name: String, _ data: [UInt8]) -> [UInt8]
 
-    public init(id: UInt64, topic: String, name: String, data: [UInt8], tags: [String] = [], encoder: Encoder? = nil) {
+    public init(id: UInt64, order: UInt64? = nil, durable: Bool = true, topic: String, name: String, data: [UInt8],
+                tags: [String] = [], encoder: Encoder? = nil) {
         self.id = id
+        self.order = order ?? id
+        self.durable = durable
         self.topic = topic
         self.name = name
         self.data = data
         self.tags = tags
-        self.frame = encoder?(id, name, data) ?? []
+        self.frame = encoder?(durable ? id : nil, name, data) ?? []
     }
 
     /// Whether an observer of `interest` sees this event: the same topic, or a topic below it.

@@ -75,6 +75,8 @@ public final class Hub: Sendable {
 
     struct State {
         var sequence: UInt64 = 0
+        /// Every event published, transient ones too (`Event.order`).
+        var order: UInt64 = 0
         var history = RingBuffer<Event>()
         var subjects: [String: Subject] = [:]
         var observerCount = 0
@@ -149,24 +151,38 @@ public final class Hub: Sendable {
     }
 
     /// Publishes one event on `topic` and applies `updates` in the same step. The event gets `id` when
-    /// given (a number the caller reserved, higher than any before), else the next sequence number.
+    /// given, else the next sequence number. A given id must be higher than every id before it: the
+    /// store that numbers events is their only source, and a lower one is a bug, not a renumbering.
+    ///
+    /// A transient event (`durable: false`, a countdown's tick) is delivered and applies its updates,
+    /// but takes no id of its own (it carries the current sequence) and is not kept for replay: a
+    /// client that reconnects gets the durable events it missed and the current values, never stale news.
     ///
     /// The event is numbered, kept and applied at once; it reaches the observers in `deliver()`. Without
     /// a delivery signal (`deliverWhenSignalled`) this call delivers before it returns; with one, it only
     /// calls the signal, once for each batch of events waiting, and whoever owns delivery calls `deliver()`.
     @discardableResult
     public func publish(
-        id: UInt64? = nil, topic: String, name: String, tags: [String] = [], updates: [Update] = [], data: [UInt8]
+        id: UInt64? = nil, durable: Bool = true, topic: String, name: String, tags: [String] = [], updates: [Update] = [],
+        data: [UInt8]
     ) -> Event {
         let (event, firstWaiting) = state.withLock { state -> (Event, Bool) in
-            state.sequence = max(id ?? state.sequence + 1, state.sequence + 1)
-            let event = Event(id: state.sequence, topic: topic, name: name, data: data, tags: tags, encoder: encoder)
-            if state.history.count >= historyLimit { _ = state.history.removeFirst() }
-            state.history.append(event)
+            state.order += 1
+            if durable {
+                let next = id ?? state.sequence + 1
+                precondition(next > state.sequence, "event id \(next) is not above the last published, \(state.sequence)")
+                state.sequence = next
+            }
+            let event = Event(id: state.sequence, order: state.order, durable: durable, topic: topic, name: name, data: data,
+                              tags: tags, encoder: encoder)
+            if durable {
+                if state.history.count >= historyLimit { _ = state.history.removeFirst() }
+                state.history.append(event)
+            }
             for update in updates { Self.apply(update, to: &state) }
             // The event's own topic and every topic above it ("units/7" → "units").
             var cursor = Substring(topic)
-            while true {
+            while durable {
                 state.subjects[String(cursor)]?.lastEventId = event.id
                 guard let slash = cursor.lastIndex(of: "/") else { break }
                 cursor = cursor[..<slash]
@@ -252,11 +268,12 @@ public final class Hub: Sendable {
             if initial.isEmpty, case .now = resume {
                 // Nothing to send yet: the stream still starts at a position, so a client that reconnects
                 // before the first event sends a Last-Event-ID and misses nothing.
-                initial.append(Event(id: state.sequence, topic: topics.first ?? "", name: Event.position, data: [], encoder: encoder))
+                initial.append(Event(id: state.sequence, order: state.order, topic: topics.first ?? "", name: Event.position, data: [],
+                                     encoder: encoder))
             }
             // Everything published so far is in `initial` or not for this observer: an event still waiting
             // for delivery must not reach it again.
-            observer.enqueueInitial(initial, coveringUpTo: state.sequence)
+            observer.enqueueInitial(initial, coveringUpTo: state.order)
             for topic in Set(topics) { state.subjects[topic, default: Subject()].observers[observer.id] = observer }
             state.observerCount += 1
             return observer
@@ -270,7 +287,9 @@ public final class Hub: Sendable {
         state.withLock { state in
             state.history.removeAll()
             for event in events.suffix(historyLimit) {
-                state.history.append(Event(id: event.id, topic: event.topic, name: event.name, data: event.data, tags: event.tags, encoder: encoder))
+                state.order += 1
+                state.history.append(Event(id: event.id, order: state.order, topic: event.topic, name: event.name, data: event.data,
+                                           tags: event.tags, encoder: encoder))
             }
             state.sequence = max(lastSequence, events.last?.id ?? 0, state.sequence)
         }
@@ -322,7 +341,14 @@ public final class Hub: Sendable {
                 return snapshots(for: observer.interests, in: &state, resync: true)
             }
             var events: [Event] = []
-            var offset = Int(lastSeen + 1 - oldest)
+            // The first kept event after `lastSeen`. Ids are consecutive except where a store migration
+            // removed events (stored ticks), so search rather than count.
+            var low = 0, high = state.history.count
+            while low < high {
+                let middle = (low + high) / 2
+                if state.history[middle].id <= lastSeen { low = middle + 1 } else { high = middle }
+            }
+            var offset = low
             while offset < state.history.count {
                 let event = state.history[offset]
                 if observer.wants(event) { events.append(event) }
@@ -337,10 +363,10 @@ public final class Hub: Sendable {
         for topic in topics {
             if resync {
                 let data = JSONValue.object([("topic", .string(topic)), ("lastEventId", .string(String(state.sequence)))]).bytes
-                events.append(Event(id: state.sequence, topic: topic, name: "resync", data: data, encoder: encoder))
+                events.append(Event(id: state.sequence, order: state.order, topic: topic, name: "resync", data: data, encoder: encoder))
             }
             if let value = state.subjects[topic]?.currentValue() {
-                events.append(Event(id: state.sequence, topic: topic, name: "snapshot", data: value, encoder: encoder))
+                events.append(Event(id: state.sequence, order: state.order, topic: topic, name: "snapshot", data: value, encoder: encoder))
             }
         }
         return events

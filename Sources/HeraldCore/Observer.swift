@@ -26,7 +26,8 @@ final class Observer: Sendable {
         /// Initial events (snapshots or replay) still at the front of the queue: they do not count
         /// against the limit, which is for live events.
         var initial = 0
-        /// The newest event queued, so an event reaching it through two interests is queued once.
+        /// The `order` of the newest event queued, so an event reaching it through two interests is
+        /// queued once.
         var lastQueued: UInt64 = 0
     }
 
@@ -49,7 +50,7 @@ final class Observer: Sendable {
     /// Queues `event`. The caller calls any waker outside its locks.
     func enqueue(_ event: Event) -> Delivery {
         state.withLock { state in
-            guard state.end == nil, event.id > state.lastQueued else { return .skipped }
+            guard state.end == nil, event.order > state.lastQueued else { return .skipped }
             if state.queue.count - state.initial >= state.limit {
                 // A slow consumer is cut off rather than slowing the publisher or growing without bound.
                 state.end = .overflowed
@@ -60,7 +61,7 @@ final class Observer: Sendable {
                 return .overflowed(state.waker)
             }
             state.queue.append(event)
-            state.lastQueued = event.id
+            state.lastQueued = event.order
             guard state.waiting, let waker = state.waker else { return .queued }
             state.waiting = false
             return .wake(waker)
@@ -68,11 +69,11 @@ final class Observer: Sendable {
     }
 
     /// Queues the first events (replay or snapshots) without counting them against the limit; later
-    /// events up to `sequence` are skipped, as the first events cover them.
-    func enqueueInitial(_ events: [Event], coveringUpTo sequence: UInt64) {
+    /// events up to `order` are skipped, as the first events cover them.
+    func enqueueInitial(_ events: [Event], coveringUpTo order: UInt64) {
         state.withLock { state in
             for event in events { state.queue.append(event) }
-            state.lastQueued = max(state.lastQueued, sequence, events.last?.id ?? 0)
+            state.lastQueued = max(state.lastQueued, order, events.last?.order ?? 0)
             state.initial += events.count
         }
     }

@@ -69,7 +69,8 @@ public struct Auction: Sendable {
             "id": .string(id), "item": .string(item), "status": .string(status.rawValue),
             "price": .int(price), "startingPrice": .int(startingPrice), "leader": .optional(leader),
             "bidCount": .integer(bids.count), "countdownSeconds": .integer(countdown.seconds),
-            "remainingSeconds": .optional(countdown.remaining(at: now)), "winner": .optional(winner),
+            "remainingSeconds": .optional(countdown.remaining(at: now)), "deadline": Timestamp.json(countdown.deadline),
+            "winner": .optional(winner),
             "createdAt": Timestamp.json(createdAt), "closedAt": Timestamp.json(closedAt),
         ]
     }

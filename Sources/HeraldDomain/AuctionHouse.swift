@@ -166,7 +166,8 @@ public final class AuctionHouse: Sendable {
                     try sink.publish(Change(topic: Self.topic(id), event: "tick", payload: [
                         "auctionId": .string(id), "remainingSeconds": .integer(remaining),
                         "price": .int(entry.auction.price), "leader": .optional(entry.auction.leader),
-                    ], values: [(Self.topic(id), ["auction": entry.auction.json(at: now)])]))
+                        "deadline": Timestamp.json(entry.auction.countdown.deadline),
+                    ], values: [(Self.topic(id), ["auction": entry.auction.json(at: now)])], durable: false))
                     entry.timer = schedule(action, for: id)
                 case .expire:
                     try close(&entry, at: now)

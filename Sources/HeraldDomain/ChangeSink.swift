@@ -33,9 +33,12 @@ public struct Change: Sendable {
     public let members: [Member]
     /// Records to store with the event, in the same transaction.
     public let records: [Record]
+    /// False for news of the moment (a countdown's tick): published, never stored, never replayed.
+    public let durable: Bool
 
     public init(topic: String, event: String?, payload: JSONValue = [:], tags: [String] = [],
-                values: [(topic: String, value: JSONValue?)] = [], members: [Member] = [], records: [Record] = []) {
+                values: [(topic: String, value: JSONValue?)] = [], members: [Member] = [], records: [Record] = [],
+                durable: Bool = true) {
         self.topic = topic
         self.event = event
         self.payload = payload
@@ -43,6 +46,7 @@ public struct Change: Sendable {
         self.values = values
         self.members = members
         self.records = records
+        self.durable = durable
     }
 }
 

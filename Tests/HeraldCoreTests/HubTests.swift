@@ -43,6 +43,24 @@ import Testing
         #expect(drain(subscription).map(\.id) == [6, 8, 10, 11])
     }
 
+    @Test func transientEventsAreDeliveredButNeitherNumberedNorKept() {
+        let hub = Hub(historyLimit: 100)
+        hub.publish(topic: "a", name: "bid", data: bytes("1"))
+        let live = hub.subscribe(to: ["a"], resume: .after(1))
+        hub.publish(durable: false, topic: "a", name: "tick", updates: [Hub.Update(topic: "a", value: bytes("t1"))], data: bytes("t1"))
+        hub.publish(durable: false, topic: "a", name: "tick", updates: [Hub.Update(topic: "a", value: bytes("t2"))], data: bytes("t2"))
+        #expect(hub.lastEventId == 1, "a tick takes no sequence number")
+        let joined = hub.subscribe(to: ["a"], resume: .now(snapshot: true))
+        hub.publish(durable: false, topic: "a", name: "tick", data: bytes("t3"))
+        hub.publish(topic: "a", name: "bid", data: bytes("2"))
+        let seen = drain(live)
+        #expect(seen.map(\.name) == ["tick", "tick", "tick", "bid"], "two ticks at the same id are two events")
+        #expect(seen.map(\.id) == [1, 1, 1, 2])
+        #expect(drain(joined).map { String(decoding: $0.data, as: UTF8.self) } == ["t2", "t3", "2"],
+                "the snapshot holds the last tick's value; a tick before joining is not queued again")
+        #expect(drain(hub.subscribe(to: ["a"], resume: .after(0))).map(\.name) == ["bid", "bid"], "replay has no ticks")
+    }
+
     @Test func anIdOlderThanTheHistoryOrUnknownGetsResyncAndSnapshot() {
         let hub = Hub(historyLimit: 3)
         hub.set([Hub.Update(topic: "a", value: bytes("state"))])

@@ -1,4 +1,5 @@
 import CSQLite
+import HeraldDomain
 import Foundation
 import HeraldTestSupport
 import Synchronization
@@ -243,5 +244,59 @@ func temporaryDataDirectory() -> String {
         _ = sqlite3_exec(other, "ROLLBACK", nil, nil, nil)
         #expect(try server.client().put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201)
         #expect(try server.client().get("/units/a").status == 200)
+    }
+}
+
+/// A countdown's ticks are news of the moment: delivered live, never stored, never replayed.
+@Suite struct TransientTickTests {
+    /// Rows of the stored event log named `name`, read by a connection of the test's own.
+    static func storedEvents(named name: String, in directory: String) throws -> Int {
+        var database: OpaquePointer?
+        guard sqlite3_open_v2(directory + "/herald.sqlite3", &database, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else {
+            throw TestError("cannot open the store")
+        }
+        defer { sqlite3_close(database) }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(database, "SELECT count(*) FROM events WHERE name = ?", -1, &statement, nil) == SQLITE_OK else {
+            throw TestError("cannot read the store")
+        }
+        defer { sqlite3_finalize(statement) }
+        sqlite3_bind_text(statement, 1, name, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw TestError("cannot count") }
+        return Int(sqlite3_column_int64(statement, 0))
+    }
+
+    @Test func ticksCarryNoIdTakeNoPlaceAndAreNeverReplayed() throws {
+        let clock = ManualClock()
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try TestHerald(clock: clock, dataDirectory: directory)
+        defer { server.herald.stop() }
+        let client = server.client()
+        let id = try server.auction(countdown: 5)
+        let live = try server.stream("/auctions/\(id)/events")
+        let before = try #require(try live.next().id, "the snapshot's position")
+        let bid = try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":10}"#)
+        let deadline = try #require((bid.json["auction"] as? [String: Any])?["deadline"] as? String)
+        #expect(deadline == Timestamp.format(clock.now.addingTimeInterval(5)), "a bid tells when the countdown ends")
+        let bidEvent = try live.next()
+        #expect(bidEvent.event == "bid")
+        clock.advance(by: 1)
+        clock.advance(by: 1)
+        let ticks = try live.next(2)
+        #expect(ticks.map(\.event) == ["tick", "tick"])
+        #expect(ticks.allSatisfy { $0.id == nil }, "a tick leaves the client's last event id where it was")
+        #expect(ticks.compactMap { $0.json["deadline"] as? String } == [deadline, deadline])
+        #expect(try client.get("/health").json["lastEventId"] as? String == bidEvent.id, "ticks take no sequence number")
+        #expect(try Self.storedEvents(named: "tick", in: directory) == 0)
+        #expect(try Self.storedEvents(named: "bid", in: directory) == 1)
+
+        let replay = try server.stream("/auctions/\(id)/events", headers: [("Last-Event-ID", before)])
+        _ = try client.post("/auctions/\(id)/bids", #"{"bidder":"bob","amount":11}"#)
+        let replayed = try replay.next(2)
+        #expect(replayed.map(\.event) == ["bid", "bid"], "the missed bid, then the next live one: no stale ticks")
+        #expect(replayed.compactMap { ($0.json["bid"] as? [String: Any])?["bidder"] as? String } == ["ann", "bob"])
+        let snapshot = try server.stream("/auctions/\(id)/events").next()
+        #expect((snapshot.json["auction"] as? [String: Any])?["remainingSeconds"] as? Int == 5, "the current state, as of the last tick or bid")
     }
 }

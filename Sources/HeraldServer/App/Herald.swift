@@ -32,8 +32,8 @@ public final class Herald: Sendable {
         self.clock = clock
         let hub = Hub(historyLimit: configuration.history) { id, name, data in
             name == Event.position
-                ? SSEEncoder.position(id: String(id))
-                : SSEEncoder.encode(SSEMessage(id: String(id), event: name, data: data))
+                ? SSEEncoder.position(id: String(id ?? 0))
+                : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name, data: data))
         }
         let stored: StoredState
         if let directory = configuration.dataDirectory {

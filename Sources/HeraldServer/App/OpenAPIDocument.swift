@@ -215,6 +215,11 @@ paths:
       tags: [auctions]
       operationId: auctionEvents
       summary: "Stream: `snapshot`, `bid`, `tick` (every second of the countdown), `closed`."
+      description: >-
+        A `tick` (`auctionId`, `remainingSeconds`, `deadline`, `price`, `leader`) is news of the moment:
+        it has no `id:` line, is not stored and is never replayed. A client that reconnects with
+        `Last-Event-ID` gets the `bid` and `closed` events it missed, and can count down from the
+        `deadline` that the snapshot and every `bid` carry.
       parameters:
         - $ref: "#/components/parameters/LastEventIdHeader"
         - $ref: "#/components/parameters/LastEventIdQuery"
@@ -1061,7 +1066,7 @@ components:
         startingPrice: { type: integer, minimum: 0, maximum: 9007199254740991, default: 0, description: "Minor units (cents)." }
     Auction:
       type: object
-      required: [id, item, status, price, startingPrice, leader, bidCount, countdownSeconds, remainingSeconds, winner, createdAt, closedAt]
+      required: [id, item, status, price, startingPrice, leader, bidCount, countdownSeconds, remainingSeconds, deadline, winner, createdAt, closedAt]
       properties:
         id: { type: string }
         item: { type: string }
@@ -1072,6 +1077,7 @@ components:
         bidCount: { type: integer, minimum: 0 }
         countdownSeconds: { type: integer }
         remainingSeconds: { type: [integer, "null"], description: "Null until the first bid and once closed." }
+        deadline: { type: [string, "null"], format: date-time, description: "When the countdown ends; null until the first bid and once closed." }
         winner: { type: [string, "null"] }
         createdAt: { $ref: "#/components/schemas/Timestamp" }
         closedAt: { type: [string, "null"], format: date-time }

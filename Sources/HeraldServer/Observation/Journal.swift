@@ -34,7 +34,15 @@ final class Journal: ChangeSink {
     /// Stores and publishes `change`; returns its event's id (nil for a change without event).
     @discardableResult
     func post(_ change: Change) throws(DomainError) -> UInt64? {
-        try sequence.withLock { last throws(DomainError) -> UInt64? in
+        if !change.durable, let name = change.event {
+            // News of the moment: never stored, and it takes no sequence number.
+            let data = Self.data(topic: change.topic, payload: change.payload)
+            return sequence.withLock { _ in
+                hub.publish(durable: false, topic: change.topic, name: name, tags: change.tags,
+                            updates: Self.updates(change.values, change.members), data: data).id
+            }
+        }
+        return try sequence.withLock { last throws(DomainError) -> UInt64? in
             let id = last + 1
             let data = change.event.map { _ in Self.data(topic: change.topic, payload: change.payload) }
             if let store {
