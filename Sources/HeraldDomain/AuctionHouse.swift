@@ -2,8 +2,9 @@ import Foundation
 import HeraldJSON
 import Synchronization
 
-/// Every auction, its bids and its one countdown timer. Bids and timer firings change state under
-/// one lock; each change is stored and published through the sink before memory changes.
+/// Every auction, its bids and its one countdown timer. Bids and timer firings are changes made one at
+/// a time where the sink runs them (`ChangeSink.perform`): each reads its auction under the lock, is
+/// stored and published through the sink without it, then writes the auction back under it.
 public final class AuctionHouse: Sendable {
     private struct Entry {
         var auction: Auction
@@ -56,19 +57,19 @@ public final class AuctionHouse: Sendable {
     }
 
     public func create(_ request: NewAuction) throws(DomainError) -> JSONValue {
-        try state.withLock { state throws(DomainError) in
-            let id = String(state.nextId)
-            let now = clock.now
-            let auction = Auction(id: id, item: request.item, countdownSeconds: request.countdownSeconds,
-                                  startingPrice: request.startingPrice, createdAt: now)
-            let json = auction.json(at: now)
-            try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["auction": json])],
-                                    records: [auction.record]))
+        let id = String(state.withLock { $0.nextId })
+        let now = clock.now
+        let auction = Auction(id: id, item: request.item, countdownSeconds: request.countdownSeconds,
+                              startingPrice: request.startingPrice, createdAt: now)
+        let json = auction.json(at: now)
+        try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["auction": json])],
+                                records: [auction.record]))
+        state.withLock { state in
             state.nextId += 1
             state.entries[id] = Entry(auction: auction)
             state.order.append(id)
-            return json
         }
+        return json
     }
 
     public func list() -> [JSONValue] {
@@ -114,19 +115,19 @@ public final class AuctionHouse: Sendable {
 
     /// Places a bid and restarts the countdown. Returns the bid and the auction after it.
     public func bid(on id: String, _ request: NewBid) throws(DomainError) -> (bid: JSONValue, auction: JSONValue) {
-        try state.withLock { state throws(DomainError) in
-            guard var entry = state.entries[id] else { throw .notFound("auction", id) }
-            let now = clock.now
-            let bid = try entry.auction.place(bidder: request.bidder, amount: request.amount, at: now)
-            let action = entry.auction.countdown.restart(at: now)
-            let auction = entry.auction.json(at: now)
-            try sink.publish(Change(topic: Self.topic(id), event: "bid", payload: ["bid": bid.json, "auction": auction],
-                                    values: [(Self.topic(id), ["auction": auction])], records: [entry.auction.record]))
-            entry.timer?.cancel()
-            entry.timer = state.stopped ? nil : schedule(action, for: id)
-            state.entries[id] = entry
-            return (bid.json, auction)
+        guard var auction = state.withLock({ $0.entries[id]?.auction }) else { throw .notFound("auction", id) }
+        let now = clock.now
+        let bid = try auction.place(bidder: request.bidder, amount: request.amount, at: now)
+        let action = auction.countdown.restart(at: now)
+        let json = auction.json(at: now)
+        try sink.publish(Change(topic: Self.topic(id), event: "bid", payload: ["bid": bid.json, "auction": json],
+                                values: [(Self.topic(id), ["auction": json])], records: [auction.record]))
+        state.withLock { state in
+            state.entries[id]?.timer?.cancel()
+            state.entries[id]?.auction = auction
+            state.entries[id]?.timer = state.stopped ? nil : schedule(action, for: id)
         }
+        return (bid.json, json)
     }
 
     /// How many countdown timers are scheduled (at most one per running auction).
@@ -149,35 +150,42 @@ public final class AuctionHouse: Sendable {
         case .schedule(let date, let gen), .tick(_, let date, let gen): (at, generation) = (date, gen)
         case .expire, .ignore: return nil
         }
-        return clock.schedule(at: at) { [weak self] in self?.fire(id, generation: generation) }
+        return clock.schedule(at: at) { [weak self] in self?.fireWhereChangesAreMade(id, generation: generation) }
+    }
+
+    /// A timer fired: the firing runs where every change runs, in order with them.
+    private func fireWhereChangesAreMade(_ id: String, generation: UInt64) {
+        sink.perform { [self] in fire(id, generation: generation) }
     }
 
     private func fire(_ id: String, generation: UInt64) {
-        state.withLock { state in
-            guard !state.stopped, var entry = state.entries[id] else { return }
-            let now = clock.now
-            let previous = entry
-            let action = entry.auction.countdown.fire(generation: generation, at: now)
-            do {
-                switch action {
-                case .ignore, .schedule:
-                    return
-                case .tick(let remaining, _, _):
-                    try sink.publish(Change(topic: Self.topic(id), event: "tick", payload: [
-                        "auctionId": .string(id), "remainingSeconds": .integer(remaining),
-                        "price": .int(entry.auction.price), "leader": .optional(entry.auction.leader),
-                        "deadline": Timestamp.json(entry.auction.countdown.deadline),
-                    ], values: [(Self.topic(id), ["auction": entry.auction.json(at: now)])], durable: false))
-                    entry.timer = schedule(action, for: id)
-                case .expire:
-                    try close(&entry, at: now)
-                }
-                state.entries[id] = entry
-            } catch {
-                // Not stored, so not happened: try the same firing again in a second.
-                state.entries[id] = previous
+        guard var auction = state.withLock({ $0.stopped ? nil : $0.entries[id]?.auction }) else { return }
+        let now = clock.now
+        let action = auction.countdown.fire(generation: generation, at: now)
+        do {
+            switch action {
+            case .ignore, .schedule:
+                return
+            case .tick(let remaining, _, _):
+                try sink.publish(Change(topic: Self.topic(id), event: "tick", payload: [
+                    "auctionId": .string(id), "remainingSeconds": .integer(remaining),
+                    "price": .int(auction.price), "leader": .optional(auction.leader),
+                    "deadline": Timestamp.json(auction.countdown.deadline),
+                ], values: [(Self.topic(id), ["auction": auction.json(at: now)])], durable: false))
+            case .expire:
+                auction = try closed(auction, at: now)
+            }
+            state.withLock { state in
+                guard !state.stopped else { return }
+                state.entries[id]?.auction = auction
+                state.entries[id]?.timer = schedule(action, for: id)
+            }
+        } catch {
+            // Not stored, so not happened: try the same firing again in a second.
+            state.withLock { state in
+                guard !state.stopped else { return }
                 state.entries[id]?.timer = clock.schedule(at: now.addingTimeInterval(1)) { [weak self] in
-                    self?.fire(id, generation: generation)
+                    self?.fireWhereChangesAreMade(id, generation: generation)
                 }
             }
         }
@@ -185,12 +193,17 @@ public final class AuctionHouse: Sendable {
 
     /// Closes the auction in `entry`: the last bidder wins.
     private func close(_ entry: inout Entry, at now: Date) throws(DomainError) {
-        var closed = entry.auction
+        entry.auction = try closed(entry.auction, at: now)
+        entry.timer = nil
+    }
+
+    /// `auction` closed at `now`, stored and published.
+    private func closed(_ auction: Auction, at now: Date) throws(DomainError) -> Auction {
+        var closed = auction
         closed.close(at: now)
         let json = closed.json(at: now)
         try sink.publish(Change(topic: Self.topic(closed.id), event: "closed", payload: ["auction": json, "winner": .optional(closed.winner)],
                                 values: [(Self.topic(closed.id), ["auction": json])], records: [closed.record]))
-        entry.auction = closed
-        entry.timer = nil
+        return closed
     }
 }

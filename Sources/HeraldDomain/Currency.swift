@@ -43,16 +43,15 @@ public final class CurrencySetting: Sendable {
         if let name, Currency(rawValue: name) == nil { reader.fail("default", "must be one of \(allowed)") }
         try reader.finish()
         guard let name, let currency = Currency(rawValue: name) else { throw DomainError(.invalid, "default must be one of \(allowed)") }
-        return try current.withLock { current throws(DomainError) in
-            let previous = current
-            if currency != previous {
-                try sink.publish(Change(topic: Self.topic, event: "currency",
-                                        payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
-                                        values: [(Self.topic, Self.json(currency))],
-                                        records: [Record(kind: Self.recordKind, id: "default", document: ["default": .string(currency.rawValue)])]))
-                current = currency
-            }
-            return Self.json(currency)
+        // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
+        let previous = value
+        if currency != previous {
+            try sink.publish(Change(topic: Self.topic, event: "currency",
+                                    payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
+                                    values: [(Self.topic, Self.json(currency))],
+                                    records: [Record(kind: Self.recordKind, id: "default", document: ["default": .string(currency.rawValue)])]))
+            current.withLock { $0 = currency }
         }
+        return Self.json(currency)
     }
 }

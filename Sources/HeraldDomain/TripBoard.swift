@@ -42,16 +42,17 @@ public final class TripBoard: Sendable {
     }
 
     public func create(_ request: NewTrip) throws(DomainError) -> Trip {
-        try state.withLock { state throws(DomainError) in
-            let id = String(state.nextId)
-            let trip = Trip(id: id, departure: request.departure, arrival: request.arrival,
-                            actualDeparture: request.actualDeparture ?? request.departure)
-            try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["trip": trip.json(locale: Self.eventLocale)])],
-                                    records: [trip.record]))
+        // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
+        let id = String(state.withLock { $0.nextId })
+        let trip = Trip(id: id, departure: request.departure, arrival: request.arrival,
+                        actualDeparture: request.actualDeparture ?? request.departure)
+        try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["trip": trip.json(locale: Self.eventLocale)])],
+                                records: [trip.record]))
+        state.withLock { state in
             state.nextId += 1
             state.trips[id] = trip
-            return trip
         }
+        return trip
     }
 
     public func list() -> [Trip] { state.withLock { $0.trips.values.sorted { Int($0.id) ?? 0 < Int($1.id) ?? 0 } } }
@@ -84,8 +85,9 @@ public final class TripBoard: Sendable {
     }
 
     private func update(_ id: String, field: String, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
-        try state.withLock { state throws(DomainError) in
-            guard let old = state.trips[id] else { throw .notFound("trip", id) }
+        // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
+        guard let old = state.withLock({ $0.trips[id] }) else { throw .notFound("trip", id) }
+        do {
             var trip = old
             trip.actualDeparture = newDeparture(old)
             // What is stored must be readable again: RFC 3339 ends at year 9999.
@@ -99,7 +101,7 @@ public final class TripBoard: Sendable {
             try sink.publish(Change(topic: Self.topic(id), event: "trip",
                                     payload: ["trip": json, "changed": .array(changed.map { .string($0) })],
                                     tags: changed, values: [(Self.topic(id), ["trip": json])], records: [trip.record]))
-            state.trips[id] = trip
+            state.withLock { $0.trips[id] = trip }
             return trip
         }
     }

@@ -83,26 +83,23 @@ public final class UnitStore: Sendable {
         try reader.finish()
         guard let name, let status else { throw DomainError(.invalid, "name and status are required") }
         let unit = Unit(id: id, name: name, status: status)
-        return try units.withLock { units throws(DomainError) in
-            let created = units[id] == nil
-            try sink.publish(Change(topic: Self.topic(id), event: "unit", payload: ["unit": unit.json, "created": .bool(created)],
-                                    values: [(Self.topic(id), ["unit": unit.json])],
-                                    members: [Member(collection: Self.collectionTopic, key: id, value: unit.json)],
-                                    records: [Record(kind: Self.recordKind, id: id, document: unit.json)]))
-            units[id] = unit
-            return (unit.json, created)
-        }
+        // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
+        let created = units.withLock { $0[id] == nil }
+        try sink.publish(Change(topic: Self.topic(id), event: "unit", payload: ["unit": unit.json, "created": .bool(created)],
+                                values: [(Self.topic(id), ["unit": unit.json])],
+                                members: [Member(collection: Self.collectionTopic, key: id, value: unit.json)],
+                                records: [Record(kind: Self.recordKind, id: id, document: unit.json)]))
+        units.withLock { $0[id] = unit }
+        return (unit.json, created)
     }
 
     public func delete(_ id: String) throws(DomainError) {
-        try units.withLock { units throws(DomainError) in
-            guard units[id] != nil else { throw .notFound("unit", id) }
-            try sink.publish(Change(topic: Self.topic(id), event: "removed", payload: ["id": .string(id)],
-                                    values: [(Self.topic(id), nil)],
-                                    members: [Member(collection: Self.collectionTopic, key: id, value: nil)],
-                                    records: [Record(kind: Self.recordKind, id: id, document: nil)]))
-            units.removeValue(forKey: id)
-        }
+        guard exists(id) else { throw .notFound("unit", id) }
+        try sink.publish(Change(topic: Self.topic(id), event: "removed", payload: ["id": .string(id)],
+                                values: [(Self.topic(id), nil)],
+                                members: [Member(collection: Self.collectionTopic, key: id, value: nil)],
+                                records: [Record(kind: Self.recordKind, id: id, document: nil)]))
+        _ = units.withLock { $0.removeValue(forKey: id) }
     }
 
     private static func sorted(_ units: [String: Unit]) -> [Unit] { units.values.sorted { $0.id < $1.id } }

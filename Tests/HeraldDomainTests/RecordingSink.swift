@@ -11,6 +11,8 @@ final class RecordingSink: ChangeSink {
 
     func declareCollection(_ topic: String, arrayName: String) {}
 
+    func perform(_ work: @escaping @Sendable () -> Void) { work() }
+
     func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {
         seeded.withLock { for (topic, value) in values { $0[topic] = value } }
     }

@@ -98,5 +98,6 @@ final class FailingSink: ChangeSink {
         if failing { throw DomainError(.unavailable, "disk on fire") }
     }
     func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {}
+    func perform(_ work: @escaping @Sendable () -> Void) { work() }
     func declareCollection(_ topic: String, arrayName: String) {}
 }

@@ -1,5 +1,6 @@
 import CSQLite
 import HeraldDomain
+@testable import HeraldServer
 import Foundation
 import HeraldTestSupport
 import Synchronization
@@ -131,7 +132,7 @@ func temporaryDataDirectory() -> String {
         let directory = temporaryDataDirectory()
         var herald = try HeraldProcess(arguments: ["--no-examples"], dataDirectory: directory)
         let setup = HTTPClient(port: herald.port)
-        let clients = 4
+        let clients = 8
         var auctions: [String] = []
         var trips: [String] = []
         for _ in 0..<clients {

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldDomain
 import HeraldServer
+import HeraldStore
 import HeraldTestSupport
 import Logging
 import Synchronization
@@ -12,7 +13,8 @@ final class TestHerald {
 
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,
          bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil, historyDays: Int? = 7,
-         allowedHosts: [String]? = nil, corsOrigin: String = "*", connectionLimit: Int? = nil) throws {
+         allowedHosts: [String]? = nil, corsOrigin: String = "*", connectionLimit: Int? = nil,
+         synchronous: Synchronous = .normal) throws {
         var configuration = HeraldConfiguration()
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
@@ -26,6 +28,7 @@ final class TestHerald {
         configuration.examples = examples
         configuration.dataDirectory = dataDirectory
         configuration.historyDays = historyDays
+        configuration.synchronous = synchronous
         self.clock = clock
         herald = try Herald(configuration: configuration, logger: Logger(label: "test"), clock: clock ?? SystemClock())
         try herald.start()

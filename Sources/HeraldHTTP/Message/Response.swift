@@ -9,6 +9,20 @@ public struct Response: Sendable {
         /// status and headers.
         case shared([UInt8])
         case eventStream(any EventFeed)
+        /// An answer made on another thread (a change waiting for the writer): the connection waits,
+        /// suspended, while the thread that serves every other request goes on. The final response
+        /// gets this response's headers too (CORS adds them on the way out).
+        case deferred(Deferred)
+    }
+
+    /// How a deferred answer is made: `start` is called once, on the server's thread, with a function
+    /// that takes the answer; that function may be called on any thread, exactly once.
+    public struct Deferred: Sendable {
+        public let start: @Sendable (_ answer: @escaping @Sendable (Response) -> Void) -> Void
+
+        public init(start: @escaping @Sendable (_ answer: @escaping @Sendable (Response) -> Void) -> Void) {
+            self.start = start
+        }
     }
 
     public var status: Int
@@ -24,6 +38,11 @@ public struct Response: Sendable {
     /// A JSON response.
     public static func json(_ value: JSONValue, status: Int = 200, headers: [(name: String, value: String)] = []) -> Response {
         Response(status: status, headers: [("Content-Type", "application/json")] + headers, body: .bytes(value.bytes))
+    }
+
+    /// An answer given later, from any thread, through the function `start` receives.
+    public static func later(_ start: @escaping @Sendable (_ answer: @escaping @Sendable (Response) -> Void) -> Void) -> Response {
+        Response(status: 0, body: .deferred(Deferred(start: start)))
     }
 
     /// A response with no body.

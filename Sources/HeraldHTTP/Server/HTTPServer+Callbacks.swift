@@ -74,9 +74,18 @@ extension HTTPServer {
             uploadSize.pointee = 0
             return MHD_Result.YES
         }
+        let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
+        if let pending = context.pending {
+            // Resumed: the deferred answer is ready (libmicrohttpd calls again only after a resume).
+            guard let answer = pending.take() else {
+                MHD_suspend_connection(connection)
+                return MHD_Result.YES
+            }
+            context.pending = nil
+            return queue(answer, on: connection, method: methodName, chunked: http11)
+        }
         if context.tooLarge { return queue(tooLarge(), on: connection, method: methodName) }
         guard let target = context.target else { return MHD_Result.NO }
-        let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
         // The stream engine is woken once this answer is out (in the completed callback), not while
         // it is made: on a shared core, a fan-out started mid-request would delay the answer.
         clinux_defer_wakeups()
@@ -86,6 +95,15 @@ extension HTTPServer {
             headers: context.head,
             body: context.body, id: requestIDs.next())
         let response = handler(request)
+        if case .deferred(let deferred) = response.body {
+            // Suspended before the answer can come, so the resume always finds it suspended.
+            let pending = PendingAnswer(connection: connection, headers: response.headers)
+            context.pending = pending
+            MHD_suspend_connection(connection)
+            deferred.start { pending.give($0) }
+            sendDeferredWakeup()
+            return MHD_Result.YES
+        }
         logger.debug("request", metadata: [
             "http.method": "\(request.method)", "http.path": "\(request.path)", "http.status": "\(response.status)",
             "http.request_id": "\(request.id)",
@@ -125,6 +143,9 @@ extension HTTPServer {
             }
         case .eventStream(let feed):
             return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited)
+        case .deferred:
+            // A deferred answer that is itself deferred: a handler's bug, answered plainly.
+            return queue(Problem(status: 500, detail: "the answer was not made").response, on: connection, method: method)
         }
         guard let mhdResponse else { return MHD_Result.NO }
         for header in response.headers {

@@ -56,7 +56,10 @@ public final class HTTPServer: Sendable {
         // TURBO: libmicrohttpd does not `shutdown` a socket it closes (connection.c:796), so a stream's
         // socket, handed to the engine as a second descriptor, outlives libmicrohttpd's connection.
         // ITC: `MHD_quiesce_daemon` (closing the listener when stopping begins) needs it (daemon.c:5506).
+        // Suspend and resume: a change waits for the writer with its connection suspended (daemon.c:3218);
+        // a connection resumed just before stopping is still finished (daemon.c:7498).
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_TURBO.rawValue | MHD_USE_ITC.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         if logger.logLevel <= .debug { flags |= MHD_USE_ERROR_LOG.rawValue }
         let settings = cmhd_daemon_settings(

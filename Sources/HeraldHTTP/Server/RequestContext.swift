@@ -12,6 +12,8 @@ final class RequestContext {
     var body: [UInt8] = []
     /// The body passed the limit: the rest is read and dropped, and the answer is 413.
     var tooLarge = false
+    /// Set while the connection is suspended for a deferred answer.
+    var pending: PendingAnswer?
 
     init(rawTarget: String) { self.rawTarget = rawTarget }
 }

@@ -11,7 +11,10 @@ import Synchronization
 /// HTTP routes in front of them.
 public final class Herald: Sendable {
     public let configuration: HeraldConfiguration
-    public let hub: Hub
+    /// Internal: only the journal publishes, with the numbers the writer gives out.
+    let hub: Hub
+    /// Stores and publishes every change, on its writer thread.
+    let journal: Journal
     public let auctions: AuctionHouse
     public let currency: CurrencySetting
     public let trips: TripBoard
@@ -49,12 +52,6 @@ public final class Herald: Sendable {
         }
         hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: $0.name, data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
-        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
-        self.hub = hub
-        auctions = AuctionHouse(clock: clock, sink: journal)
-        currency = CurrencySetting(sink: journal)
-        trips = TripBoard(sink: journal)
-        units = UnitStore(sink: journal)
         var records: [String: [JSONValue]] = [:]
         for (kind, entries) in stored.records {
             records[kind] = try entries.map { entry in
@@ -65,10 +62,25 @@ public final class Herald: Sendable {
                 }
             }
         }
-        currency.restore(records[CurrencySetting.recordKind] ?? [])
-        try trips.restore(records[TripBoard.recordKind] ?? [])
-        try units.restore(records[UnitStore.recordKind] ?? [])
-        try auctions.restore(records[Auction.recordKind] ?? [])
+        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
+        self.hub = hub
+        self.journal = journal
+        let (auctions, currency, trips, units) = (AuctionHouse(clock: clock, sink: journal), CurrencySetting(sink: journal),
+                                                  TripBoard(sink: journal), UnitStore(sink: journal))
+        (self.auctions, self.currency, self.trips, self.units) = (auctions, currency, trips, units)
+        // On the writer, like every change: restoring closes an auction whose deadline passed meanwhile.
+        let restored = records
+        do {
+            try journal.writer.perform { () throws(DomainError) in
+                currency.restore(restored[CurrencySetting.recordKind] ?? [])
+                try trips.restore(restored[TripBoard.recordKind] ?? [])
+                try units.restore(restored[UnitStore.recordKind] ?? [])
+                try auctions.restore(restored[Auction.recordKind] ?? [])
+            }
+        } catch {
+            journal.writer.stop()
+            throw error
+        }
 
         let router = Self.router(hub: hub, journal: journal, auctions: auctions, currency: currency, trips: trips, units: units,
                                  queueLimit: configuration.observerQueueLimit, startedAt: startedAt, logger: logger)
@@ -78,7 +90,14 @@ public final class Herald: Sendable {
         let streams = server.streams
         streams.beforeWriting { hub.deliver() }
         hub.deliverWhenSignalled { streams.signal() }
-        if configuration.examples, stored.records.isEmpty, stored.lastSequence == 0 { try createExamples() }
+        if configuration.examples, stored.records.isEmpty, stored.lastSequence == 0 {
+            do {
+                try journal.writer.perform { () throws(DomainError) in try Self.createExamples(auctions: auctions, trips: trips, units: units) }
+            } catch {
+                journal.writer.stop()
+                throw error
+            }
+        }
     }
 
     /// The port Herald listens on, once started.
@@ -98,6 +117,8 @@ public final class Herald: Sendable {
             pruning.timer = nil
         }
         auctions.stop()
+        // Every change asked for is answered before the server stops; later ones are refused (503).
+        journal.writer.stop()
         server.stop()
         hub.endAll()
         logger.info("herald stopped")
@@ -106,11 +127,15 @@ public final class Herald: Sendable {
     /// Deletes events past the kept count or age from the store and the hub, then again every interval.
     private func prune() {
         guard let store else { return }
-        do {
-            let cutoff = configuration.historyDays.map { clock.now.addingTimeInterval(-Double($0) * 86_400) }
-            hub.forget(before: try store.prune(keep: configuration.history, before: cutoff))
-        } catch {
-            logger.error("pruning failed", metadata: ["store.error": "\(error)"])
+        let (hub, logger, configuration, clock) = (hub, logger, configuration, clock)
+        // On the writer: the store has one user.
+        _ = try? journal.writer.perform {
+            do {
+                let cutoff = configuration.historyDays.map { clock.now.addingTimeInterval(-Double($0) * 86_400) }
+                hub.forget(before: try store.prune(keep: configuration.history, before: cutoff))
+            } catch {
+                logger.error("pruning failed", metadata: ["store.error": "\(error)"])
+            }
         }
         pruning.withLock { pruning in
             guard !pruning.stopped else { return }
@@ -133,7 +158,7 @@ public final class Herald: Sendable {
             }
             return known ? .exists : .unknown
         }
-        var routes = Routes(logger: logger)
+        var routes = Routes(logger: logger, writer: journal.writer)
         routes.addAuctions(auctions, events: events)
         routes.addCurrency(currency, events: events)
         routes.addTrips(trips, events: events)
@@ -157,7 +182,7 @@ public final class Herald: Sendable {
         return routes.router
     }
 
-    private func createExamples() throws {
+    private static func createExamples(auctions: AuctionHouse, trips: TripBoard, units: UnitStore) throws(DomainError) {
         _ = try auctions.create(NewAuction(item: "Antique pocket watch", countdownSeconds: 7, startingPrice: 100))
         let date = { (text: String) in Timestamp.parse(text) ?? .now }
         _ = try trips.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),

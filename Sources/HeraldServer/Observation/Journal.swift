@@ -9,8 +9,14 @@ import Synchronization
 /// Where every domain change goes: stored first (records and event in one transaction), then
 /// published on the hub with the same sequence number. A change that cannot be stored is refused,
 /// so a 2xx always means stored, and every observer sees what the store holds.
+///
+/// Changes run on the `writer`, the only source of sequence numbers. On the writer, a change's event
+/// waits until its batch is finished (`finishBatch`: the store's log synced once for the batch, then
+/// every event published in order), so no observer sees a change before it is durable.
 final class Journal: ChangeSink {
+    /// Published events, for the routes that read it; nothing outside this module publishes on it.
     let hub: Hub
+    let writer = Writer()
     private let store: SQLiteStore?
     private let logger: Logger
     /// Stamps stored events, so that pruning by age and the domain agree on the time.
@@ -18,15 +24,75 @@ final class Journal: ChangeSink {
     /// The last sequence number given out. Its lock orders store commits and hub publishing alike.
     private let sequence: Mutex<UInt64>
 
+    /// What the current batch will publish, in order, once it is durable.
+    private enum Publication {
+        case event(id: UInt64, durable: Bool, topic: String, name: String, tags: [String], updates: [Hub.Update], data: [UInt8])
+        case values([Hub.Update])
+    }
+
+    private let batch = Mutex<(publications: [Publication], stored: Bool)>(([], false))
+
     init(hub: Hub, store: SQLiteStore?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
         self.hub = hub
         self.clock = clock
         self.store = store
         self.logger = logger
         self.sequence = Mutex(lastSequence)
+        writer.start { [weak self] in self?.finishBatch() }
     }
 
     func publish(_ change: Change) throws(DomainError) { _ = try post(change) }
+
+    func perform(_ work: @escaping @Sendable () -> Void) {
+        _ = try? writer.perform { work() }
+    }
+
+    /// Ends the writer's batch: syncs the store's log once for every change in it (with `--sync full`),
+    /// then publishes their events in order. Returns why the batch is not durable, if it is not.
+    func finishBatch() -> DomainError? {
+        let (publications, stored) = batch.withLock { batch in
+            defer { batch = ([], false) }
+            return batch
+        }
+        var failure: DomainError?
+        if stored, let store, store.synchronous == .full {
+            do throws(StoreError) {
+                try store.syncLog()
+            } catch {
+                // The changes are made and stored, so observers are told; the writers hear that the
+                // disk could not confirm them.
+                logger.error("the store's log could not be synced", metadata: ["store.error": "\(error)"])
+                failure = DomainError(.failed, "the change was made but the disk could not confirm it", cause: "sync failed: \(error)")
+            }
+        }
+        for publication in publications {
+            switch publication {
+            case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
+                hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
+            case .values(let updates):
+                hub.set(updates)
+            }
+        }
+        return failure
+    }
+
+    /// Publishes at the end of the writer's batch, or at once for a caller that is not the writer
+    /// (a test driving the domain directly).
+    private func emit(_ publication: Publication, stored: Bool) {
+        if writer.isCurrentThread {
+            batch.withLock { batch in
+                batch.publications.append(publication)
+                batch.stored = batch.stored || stored
+            }
+            return
+        }
+        switch publication {
+        case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
+            hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
+        case .values(let updates):
+            hub.set(updates)
+        }
+    }
 
     /// The time by the clock that stamps stored events.
     var now: Date { clock.now }
@@ -37,10 +103,11 @@ final class Journal: ChangeSink {
         if !change.durable, let name = change.event {
             // News of the moment: never stored, and it takes no sequence number.
             let data = Self.data(topic: change.topic, payload: change.payload)
-            return sequence.withLock { _ in
-                hub.publish(durable: false, topic: change.topic, name: name, tags: change.tags,
-                            updates: Self.updates(change.values, change.members), data: data).id
+            sequence.withLock { last in
+                emit(.event(id: last, durable: false, topic: change.topic, name: name, tags: change.tags,
+                            updates: Self.updates(change.values, change.members), data: data), stored: false)
             }
+            return nil
         }
         return try sequence.withLock { last throws(DomainError) -> UInt64? in
             let id = last + 1
@@ -59,11 +126,12 @@ final class Journal: ChangeSink {
             }
             let updates = Self.updates(change.values, change.members)
             guard let name = change.event, let data else {
-                hub.set(updates)
+                emit(.values(updates), stored: store != nil)
                 return nil
             }
             last = id
-            hub.publish(id: id, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data)
+            emit(.event(id: id, durable: true, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data),
+                 stored: store != nil)
             return id
         }
     }

@@ -4,10 +4,13 @@ import HeraldJSON
 
 extension Routes {
     mutating func addAuctions(_ auctions: AuctionHouse, events: EventRoutes) {
-        add("POST", "/auctions") { request in
-            let auction = try auctions.create(try NewAuction(json: try request.json()))
-            let id = auction["id"]?.stringValue ?? ""
-            return .json(auction, status: 201, headers: [("Location", "/auctions/\(id)")])
+        write("POST", "/auctions") { request in
+            let new = try NewAuction(json: try request.json())
+            return { () throws(DomainError) in
+                let auction = try auctions.create(new)
+                let id = auction["id"]?.stringValue ?? ""
+                return .json(auction, status: 201, headers: [("Location", "/auctions/\(id)")])
+            }
         }
         add("GET", "/auctions") { _ in .json(["auctions": .array(auctions.list())]) }
         add("GET", "/auctions/{id}") { request in
@@ -23,13 +26,16 @@ extension Routes {
             }
             return .json(bid)
         }
-        add("POST", "/auctions/{id}/bids") { request in
+        write("POST", "/auctions/{id}/bids") { request in
             let id = request.parameter("id")
             guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
-            let result = try auctions.bid(on: id, try NewBid(json: try request.json()))
-            let bidId = result.bid["id"]?.stringValue ?? ""
-            return .json(["bid": result.bid, "auction": result.auction], status: 201,
-                         headers: [("Location", "/auctions/\(id)/bids/\(bidId)")])
+            let bid = try NewBid(json: try request.json())
+            return { () throws(DomainError) in
+                let result = try auctions.bid(on: id, bid)
+                let bidId = result.bid["id"]?.stringValue ?? ""
+                return .json(["bid": result.bid, "auction": result.auction], status: 201,
+                             headers: [("Location", "/auctions/\(id)/bids/\(bidId)")])
+            }
         }
         add("GET", "/auctions/{id}/events") { request in
             try events.stream(request, topics: [AuctionHouse.topic(request.parameter("id"))])

@@ -4,10 +4,12 @@ import HeraldJSON
 
 extension Routes {
     mutating func addNotifications(_ journal: Journal, events: EventRoutes) {
-        add("POST", "/notifications/{name}") { request in
+        write("POST", "/notifications/{name}") { request in
             let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
-            let id = try journal.post(post.change(postedAt: Timestamp.format(journal.now)))
-            return .json(["id": .string(String(id ?? 0))], status: 202)
+            return { () throws(DomainError) in
+                let id = try journal.post(post.change(postedAt: Timestamp.format(journal.now)))
+                return .json(["id": .string(String(id ?? 0))], status: 202)
+            }
         }
         add("GET", "/notifications/{name}/events") { request in
             let name = request.parameter("name")

@@ -5,24 +5,29 @@ import HeraldJSON
 
 extension Routes {
     mutating func addTrips(_ trips: TripBoard, events: EventRoutes) {
-        add("POST", "/trips") { request in
-            let trip = try trips.create(try NewTrip(json: try request.json()))
-            return .json(trip.json(locale: request.locale), status: 201, headers: [("Location", "/trips/\(trip.id)")])
+        write("POST", "/trips") { request in
+            let new = try NewTrip(json: try request.json()), locale = request.locale
+            return { () throws(DomainError) in
+                let trip = try trips.create(new)
+                return .json(trip.json(locale: locale), status: 201, headers: [("Location", "/trips/\(trip.id)")])
+            }
         }
         add("GET", "/trips") { request in
             let locale = request.locale
             return .json(["trips": .array(trips.list().map { $0.json(locale: locale) })])
         }
         add("GET", "/trips/{id}") { request in .json(try trips.get(request.parameter("id")).json(locale: request.locale)) }
-        add("PATCH", "/trips/{id}") { request in
+        write("PATCH", "/trips/{id}") { request in
             let id = request.parameter("id")
             _ = try trips.get(id)
-            return .json(try trips.patch(id, json: try request.json()).json(locale: request.locale))
+            let json = try request.json(), locale = request.locale
+            return { () throws(DomainError) in .json(try trips.patch(id, json: json).json(locale: locale)) }
         }
-        add("POST", "/trips/{id}/delay") { request in
+        write("POST", "/trips/{id}/delay") { request in
             let id = request.parameter("id")
             _ = try trips.get(id)
-            return .json(try trips.delay(id, json: try request.json()).json(locale: request.locale))
+            let json = try request.json(), locale = request.locale
+            return { () throws(DomainError) in .json(try trips.delay(id, json: json).json(locale: locale)) }
         }
         add("GET", "/trips/{id}/events") { request in
             try events.stream(request, topics: [TripBoard.topic(request.parameter("id"))])

@@ -6,11 +6,16 @@ import Logging
 /// Builds the router; every handler's `DomainError` becomes its problem response here, in one place.
 /// What went wrong underneath is logged here with the request's id, which the problem carries too.
 struct Routes {
+    /// What a route that changes state does on the writer: the change, and the answer it makes.
+    typealias Change = @Sendable () throws(DomainError) -> Response
+
     private(set) var router: Router
     private let logger: Logger
+    private let writer: Writer
 
-    init(logger: Logger) {
+    init(logger: Logger, writer: Writer) {
         self.logger = logger
+        self.writer = writer
         router = Router { request, error in
             logger.error("unexpected error", metadata: ["http.request_id": "\(request.id)", "error": "\(error)"])
         }
@@ -22,14 +27,36 @@ struct Routes {
             do {
                 return try handler(request)
             } catch let error as DomainError {
-                var problem = Problem(error)
-                if let cause = error.cause {
-                    logger.error("request failed", metadata: ["http.request_id": "\(request.id)", "error": "\(cause)"])
-                    problem.extra.append(("requestId", .string(request.id)))
-                }
-                throw problem
+                throw Self.problem(error, request: request, logger: logger)
             }
         }
+    }
+
+    /// A route that changes state. `handler` reads and checks the request on the server's thread and
+    /// returns the change, which runs on the writer; the answer comes once the change is durable and
+    /// published. Meanwhile the connection waits and the server serves others.
+    mutating func write(_ method: String, _ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Change) {
+        let (writer, logger) = (writer, logger)
+        add(method, pattern) { request in
+            let change = try handler(request)
+            return .later { answer in
+                writer.submit(change) { result in
+                    switch result {
+                    case .success(let response): answer(response)
+                    case .failure(let error): answer(Self.problem(error, request: request, logger: logger).response)
+                    }
+                }
+            }
+        }
+    }
+
+    private static func problem(_ error: DomainError, request: Request, logger: Logger) -> Problem {
+        var problem = Problem(error)
+        if let cause = error.cause {
+            logger.error("request failed", metadata: ["http.request_id": "\(request.id)", "error": "\(cause)"])
+            problem.extra.append(("requestId", .string(request.id)))
+        }
+        return problem
     }
 }
 

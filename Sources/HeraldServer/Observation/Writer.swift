@@ -1,0 +1,126 @@
+import Dispatch
+import Foundation
+import HeraldDomain
+import Synchronization
+
+/// The one thread that changes state. Requests and timers queue their changes here; the writer takes
+/// every change queued since its last batch, runs them in order (each stored as it runs), then
+/// finishes the batch (one sync of the store's log for all of them, then their events published in
+/// order) and only then answers each. The thread that serves HTTP never waits for the disk, and
+/// while the writer syncs, the changes that arrive meanwhile make its next batch.
+final class Writer: Sendable {
+    /// One queued change: runs on the writer, and returns what to call once its batch is finished
+    /// (with the batch's failure, if finishing failed).
+    private struct Command: Sendable {
+        let run: @Sendable () -> @Sendable (DomainError?) -> Void
+    }
+
+    private struct State {
+        var queue: [Command] = []
+        var started = false
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    /// The writer thread's id once it runs (`pthread_self`), 0 before.
+    private let thread = Atomic<UInt>(0)
+    /// Changes that ran, in the batches so far (for tests and the log).
+    private let counts = Mutex<(changes: Int, batches: Int)>((0, 0))
+
+    /// Whether the caller is the writer's thread.
+    var isCurrentThread: Bool { thread.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// Batches finished and the changes they held.
+    var statistics: (changes: Int, batches: Int) { counts.withLock { $0 } }
+
+    /// Starts the thread. `finish` ends each batch: it makes the batch durable and publishes it, and
+    /// returns why it could not, if it could not.
+    func start(finish: @escaping @Sendable () -> DomainError?) {
+        guard state.withLock({ state in
+            defer { state.started = true }
+            return !state.started
+        }) else { return }
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            self.thread.store(UInt(pthread_self()), ordering: .releasing)
+            ready.signal()
+            run(finish: finish)
+        }
+        thread.name = "herald-writer"
+        thread.start()
+        ready.wait()
+    }
+
+    /// Queues `work`. `done` gets its result, on the writer's thread, once the batch holding it is
+    /// durable and its events are published; after `stop`, at once, as a refusal.
+    func submit<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T,
+                             done: @escaping @Sendable (Result<T, DomainError>) -> Void) {
+        let command = Command {
+            let result: Result<T, DomainError>
+            do throws(DomainError) { result = .success(try work()) } catch { result = .failure(error) }
+            return { failure in
+                if let failure, case .success = result { done(.failure(failure)) } else { done(result) }
+            }
+        }
+        let accepted = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.queue.append(command)
+            return true
+        }
+        if accepted {
+            wake.signal()
+        } else {
+            done(.failure(DomainError(.unavailable, "Herald is shutting down, so the change was not made; try again")))
+        }
+    }
+
+    /// Runs `work` on the writer and waits until its batch is finished. On the writer's own thread
+    /// (a change that makes another) it runs at once, in the current batch.
+    func perform<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
+        if isCurrentThread { return try work() }
+        let outcome = Mutex<Result<T, DomainError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        submit(work) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        guard let result = outcome.withLock({ $0 }) else { throw DomainError(.failed, "the change was lost on its way to the writer") }
+        return try result.get()
+    }
+
+    /// Finishes every change queued so far, then ends the thread; later changes are refused.
+    func stop() {
+        let running = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return state.started && !state.stopped
+        }
+        guard running else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    private func run(finish: @Sendable () -> DomainError?) {
+        while true {
+            let (batch, stopped) = state.withLock { state in
+                defer { state.queue = [] }
+                return (state.queue, state.stopped)
+            }
+            if batch.isEmpty {
+                if stopped { break }
+                wake.wait()
+                continue
+            }
+            let answers = batch.map { $0.run() }
+            let failure = finish()
+            counts.withLock {
+                $0.changes += batch.count
+                $0.batches += 1
+            }
+            for answer in answers { answer(failure) }
+        }
+        finished.signal()
+    }
+}

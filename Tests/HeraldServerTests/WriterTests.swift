@@ -1,0 +1,99 @@
+import CSQLite
+import Dispatch
+import Foundation
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+@testable import HeraldServer
+
+/// Changes run on one writer thread, in batches that share one sync of the store's log.
+@Suite struct WriterTests {
+    @Test func aHundredConcurrentBidsAreAnsweredInPriceOrderAndStoredAsPublished() throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try TestHerald(dataDirectory: directory, synchronous: .full)
+        defer { server.herald.stop() }
+        let id = try server.auction(countdown: 3600)
+        let stream = try server.stream("/auctions/\(id)/events?snapshot=false")
+        let before = server.herald.journal.writer.statistics
+        let answers = Mutex<[(amount: Int, status: Int, bidId: String?)]>([])
+        let port = server.port
+        // A hundred threads, each with its bid ready, let go at once.
+        let go = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for index in 0..<100 {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                let amount = index + 1
+                let client = HTTPClient(port: port)
+                go.wait()
+                let response = try? client.post("/auctions/\(id)/bids", #"{"bidder":"b\#(amount)","amount":\#(amount)}"#)
+                let bidId = (response?.json["bid"] as? [String: Any])?["id"] as? String
+                answers.withLock { $0.append((amount, response?.status ?? 0, bidId)) }
+            }
+        }
+        for _ in 0..<100 { go.signal() }
+        done.wait()
+        let all = answers.withLock { $0 }
+        #expect(all.count == 100)
+        #expect(all.allSatisfy { $0.status == 201 || $0.status == 409 }, "\(all.map(\.status).filter { $0 != 201 && $0 != 409 })")
+        let accepted = all.filter { $0.status == 201 }.sorted { Int($0.bidId ?? "") ?? 0 < Int($1.bidId ?? "") ?? 0 }
+        #expect(!accepted.isEmpty)
+        #expect(accepted.map(\.amount) == accepted.map(\.amount).sorted() && Set(accepted.map(\.amount)).count == accepted.count,
+                "in the order the bids were taken, each is higher than the one before")
+        #expect(accepted.last?.amount == 100 || all.contains { $0.amount == 100 && $0.status == 201 }, "the highest bid can never be refused")
+
+        let published = try stream.next(accepted.count)
+        let publishedAmounts = published.compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int }
+        #expect(publishedAmounts == accepted.map(\.amount), "every acknowledged bid is published, in the order taken")
+        let ids = published.compactMap { $0.id.flatMap(UInt64.init) }
+        #expect(ids == ids.sorted() && Set(ids).count == ids.count)
+        let stored = try server.client().get("/auctions/\(id)/bids").json["bids"] as? [[String: Any]] ?? []
+        #expect(stored.compactMap { $0["amount"] as? Int } == publishedAmounts, "the stored order is the published order")
+
+        let after = server.herald.journal.writer.statistics
+        #expect(after.changes - before.changes == 100)
+        #expect(after.batches - before.batches < 100, "bids that arrive while the log syncs share the next batch's sync")
+    }
+
+    @Test func aWriterWaitingOnTheStoreDelaysWritesNotReads() throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try TestHerald(dataDirectory: directory)
+        defer { server.herald.stop() }
+        let stream = try server.stream("/units/events?snapshot=false")
+        // Another process holds the store's write lock: each change waits for it (200 ms) and is refused.
+        var other: OpaquePointer?
+        #expect(sqlite3_open(directory + "/herald.sqlite3", &other) == SQLITE_OK)
+        defer { sqlite3_close(other) }
+        #expect(sqlite3_exec(other, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+        let port = server.port
+        let writes = DispatchGroup()
+        let statuses = Mutex<[Int]>([])
+        for index in 0..<5 {
+            writes.enter()
+            Thread.detachNewThread {
+                defer { writes.leave() }
+                let status = (try? HTTPClient(port: port).put("/units/u\(index)", #"{"name":"U","status":"healthy"}"#).status) ?? 0
+                statuses.withLock { $0.append(status) }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.1)  // the writes are queued behind the lock
+        let client = server.client()
+        var slowest: TimeInterval = 0
+        for _ in 0..<10 {
+            let start = Date()
+            #expect(try client.get("/health").status == 200)
+            #expect(try client.get("/units").status == 200)
+            slowest = max(slowest, Date().timeIntervalSince(start))
+        }
+        writes.wait()
+        #expect(statuses.withLock { $0 }.sorted() == [503, 503, 503, 503, 503], "refused while the lock is held")
+        #expect(slowest < 0.15, "reads are answered while the writer waits (slowest pair: \(slowest) s)")
+        _ = sqlite3_exec(other, "ROLLBACK", nil, nil, nil)
+        #expect(try client.put("/units/late", #"{"name":"L","status":"healthy"}"#).status == 201)
+        #expect(try stream.next().event == "unit", "the refused changes published nothing; the next one is seen")
+    }
+}
