@@ -1,39 +1,32 @@
 import Foundation
-import HeraldJSON
+
+/// What a change of an auction asks the store to write: the auction's own fields, and the bid it
+/// added (appended; stored bids are never rewritten).
+public struct AuctionWrite: Sendable {
+    public let auction: Auction
+    public let newBid: Bid?
+
+    public init(auction: Auction, newBid: Bid? = nil) {
+        self.auction = auction
+        self.newBid = newBid
+    }
+}
 
 extension Auction {
-    public static let recordKind = "auction"
-
-    /// Everything about the auction, its bids and its countdown deadline: what a restart restores.
-    public var record: Record {
-        Record(kind: Self.recordKind, id: id, document: [
-            "id": .string(id), "item": .string(item), "startingPrice": .int(startingPrice),
-            "createdAt": Timestamp.json(createdAt), "status": .string(status.rawValue),
-            "countdownSeconds": .integer(countdown.seconds), "deadline": Timestamp.json(countdown.deadline),
-            "winner": .optional(winner), "closedAt": Timestamp.json(closedAt), "bids": .array(bids.map(\.json)),
-        ])
-    }
-
-    /// Restores an auction from its record.
-    public init(record document: JSONValue) throws(DomainError) {
-        let unreadable = DomainError(.invalid, "a stored auction is unreadable: \(document.serialized.prefix(200))")
-        guard let id = document["id"]?.stringValue, let item = document["item"]?.stringValue,
-              let startingPrice = document["startingPrice"]?.intValue,
-              let createdAt = document["createdAt"]?.stringValue.flatMap(Timestamp.parse),
-              let status = document["status"]?.stringValue.flatMap(Status.init(rawValue:)),
-              let seconds = document["countdownSeconds"]?.intValue,
-              case .array(let storedBids)? = document["bids"]
-        else { throw unreadable }
-        self.init(id: id, item: item, countdownSeconds: Int(seconds), startingPrice: startingPrice, createdAt: createdAt)
-        for stored in storedBids {
-            guard let bidId = stored["id"]?.stringValue, let bidder = stored["bidder"]?.stringValue,
-                  let amount = stored["amount"]?.intValue, let at = stored["at"]?.stringValue.flatMap(Timestamp.parse)
-            else { throw unreadable }
-            bids.append(Bid(id: bidId, bidder: bidder, amount: amount, at: at))
-        }
+    /// An auction as it was stored: its fields, its bids in order, and its countdown's deadline.
+    public init(id: String, item: String, startingPrice: Int64, createdAt: Date, status: Status, countdownSeconds: Int,
+                deadline: Date?, winner: String?, closedAt: Date?, bids: [Bid]) {
+        self.init(id: id, item: item, countdownSeconds: countdownSeconds, startingPrice: startingPrice, createdAt: createdAt)
         self.status = status
-        winner = document["winner"]?.stringValue
-        closedAt = document["closedAt"]?.stringValue.flatMap(Timestamp.parse)
-        countdown = Countdown(seconds: Int(seconds), deadline: document["deadline"]?.stringValue.flatMap(Timestamp.parse))
+        self.winner = winner
+        self.closedAt = closedAt
+        self.bids = bids
+        countdown = Countdown(seconds: countdownSeconds, deadline: deadline)
+    }
+}
+
+extension Bid {
+    public init(number: Int, bidder: String, amount: Int64, at: Date) {
+        self.init(id: String(number), bidder: bidder, amount: amount, at: at)
     }
 }

@@ -33,8 +33,7 @@ public final class AuctionHouse: Sendable {
 
     /// Restores stored auctions: running countdowns continue with the time really left, and one whose
     /// deadline passed while Herald was down closes now, publishing `closed` once.
-    public func restore(_ records: [JSONValue]) throws(DomainError) {
-        let auctions = try records.map { record throws(DomainError) in try Auction(record: record) }
+    public func restore(_ auctions: [Auction]) throws(DomainError) {
         try state.withLock { state throws(DomainError) in
             let now = clock.now
             for auction in auctions.sorted(by: { (Int($0.id) ?? 0, $0.id) < (Int($1.id) ?? 0, $1.id) }) {
@@ -63,7 +62,7 @@ public final class AuctionHouse: Sendable {
                               startingPrice: request.startingPrice, createdAt: now)
         let json = auction.json(at: now)
         try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["auction": json])],
-                                records: [auction.record]))
+                                auction: AuctionWrite(auction: auction)))
         state.withLock { state in
             state.nextId += 1
             state.entries[id] = Entry(auction: auction)
@@ -121,7 +120,7 @@ public final class AuctionHouse: Sendable {
         let action = auction.countdown.restart(at: now)
         let json = auction.json(at: now)
         try sink.publish(Change(topic: Self.topic(id), event: "bid", payload: ["bid": bid.json, "auction": json],
-                                values: [(Self.topic(id), ["auction": json])], records: [auction.record]))
+                                values: [(Self.topic(id), ["auction": json])], auction: AuctionWrite(auction: auction, newBid: bid)))
         state.withLock { state in
             state.entries[id]?.timer?.cancel()
             state.entries[id]?.auction = auction
@@ -203,7 +202,7 @@ public final class AuctionHouse: Sendable {
         closed.close(at: now)
         let json = closed.json(at: now)
         try sink.publish(Change(topic: Self.topic(closed.id), event: "closed", payload: ["auction": json, "winner": .optional(closed.winner)],
-                                values: [(Self.topic(closed.id), ["auction": json])], records: [closed.record]))
+                                values: [(Self.topic(closed.id), ["auction": json])], auction: AuctionWrite(auction: closed)))
         return closed
     }
 }

@@ -7,7 +7,7 @@ public struct Record: Sendable {
     private let render: @Sendable () -> JSONValue?
 
     /// The state, or nil when it is gone. Rendered when asked for, so a server without a store never
-    /// pays for it (an auction's record holds every bid).
+    /// pays for it.
     public var document: JSONValue? { render() }
 
     public init(kind: String, id: String, document: @autoclosure @escaping @Sendable () -> JSONValue?) {
@@ -33,12 +33,14 @@ public struct Change: Sendable {
     public let members: [Member]
     /// Records to store with the event, in the same transaction.
     public let records: [Record]
+    /// An auction to store with the event, in the same transaction.
+    public let auction: AuctionWrite?
     /// False for news of the moment (a countdown's tick): published, never stored, never replayed.
     public let durable: Bool
 
     public init(topic: String, event: String?, payload: JSONValue = [:], tags: [String] = [],
                 values: [(topic: String, value: JSONValue?)] = [], members: [Member] = [], records: [Record] = [],
-                durable: Bool = true) {
+                auction: AuctionWrite? = nil, durable: Bool = true) {
         self.topic = topic
         self.event = event
         self.payload = payload
@@ -46,6 +48,7 @@ public struct Change: Sendable {
         self.values = values
         self.members = members
         self.records = records
+        self.auction = auction
         self.durable = durable
     }
 }

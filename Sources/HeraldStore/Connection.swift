@@ -97,6 +97,10 @@ final class Statement {
     func bind(_ index: Int32, _ value: Int64) throws(StoreError) { try check(sqlite3_bind_int64(raw, index, value), index) }
     func bind(_ index: Int32, _ value: Double) throws(StoreError) { try check(sqlite3_bind_double(raw, index, value), index) }
     func bind(_ index: Int32, _ value: String) throws(StoreError) { try check(csqlite_bind_text(raw, index, value, -1), index) }
+    /// Text, or NULL for nil.
+    func bind(_ index: Int32, _ value: String?) throws(StoreError) {
+        if let value { try bind(index, value) } else { try check(sqlite3_bind_null(raw, index), index) }
+    }
     func bind(_ index: Int32, _ bytes: [UInt8]) throws(StoreError) {
         let code = bytes.withUnsafeBytes { csqlite_bind_blob(raw, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
         try check(code, index)

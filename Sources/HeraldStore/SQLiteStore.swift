@@ -123,6 +123,25 @@ public final class SQLiteStore: Sendable {
             while try records.step() {
                 state.records[records.text(0) ?? "", default: []].append((records.text(1) ?? "", records.blob(2)))
             }
+            let auctions = try connection.statement("""
+                SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at
+                FROM auctions ORDER BY length(id), id
+                """)
+            var index: [String: Int] = [:]
+            while try auctions.step() {
+                let id = auctions.text(0) ?? ""
+                index[id] = state.auctions.count
+                state.auctions.append(StoredAuction(
+                    id: id, item: auctions.text(1) ?? "", startingPrice: auctions.int(2), createdAt: auctions.text(3) ?? "",
+                    status: auctions.text(4) ?? "", countdownSeconds: Int(auctions.int(5)), deadline: auctions.text(6),
+                    winner: auctions.text(7), closedAt: auctions.text(8)))
+            }
+            let bids = try connection.statement("SELECT auction_id, number, bidder, amount, at FROM bids ORDER BY auction_id, number")
+            while try bids.step() {
+                guard let position = index[bids.text(0) ?? ""] else { continue }
+                state.auctions[position].bids.append(StoredBid(number: Int(bids.int(1)), bidder: bids.text(2) ?? "",
+                                                               amount: bids.int(3), at: bids.text(4) ?? ""))
+            }
             let events = try connection.statement("SELECT id, topic, name, data, tags, at FROM events ORDER BY id DESC LIMIT ?")
             try events.bind(1, Int64(max(eventLimit, 0)))
             while try events.step() {
@@ -135,8 +154,9 @@ public final class SQLiteStore: Sendable {
         }
     }
 
-    /// Commits one mutation: its event (if any, advancing the sequence to its id) and its records.
-    public func commit(event: StoredEvent?, records: [RecordChange]) throws(StoreError) {
+    /// Commits one mutation: its event (if any, advancing the sequence to its id), its records, and
+    /// an auction's fields with the bid it added (one UPDATE and one INSERT, whatever the bids before).
+    public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction? = nil, bid: StoredBid? = nil) throws(StoreError) {
         try connection.withLock { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 if let event {
@@ -151,6 +171,33 @@ public final class SQLiteStore: Sendable {
                     let sequence = try connection.statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
                     try sequence.bind(1, Int64(event.id))
                     try sequence.run()
+                }
+                if let auction {
+                    let upsert = try connection.statement("""
+                        INSERT INTO auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (id) DO UPDATE SET status = excluded.status, deadline = excluded.deadline,
+                            winner = excluded.winner, closed_at = excluded.closed_at
+                        """)
+                    try upsert.bind(1, auction.id)
+                    try upsert.bind(2, auction.item)
+                    try upsert.bind(3, auction.startingPrice)
+                    try upsert.bind(4, auction.createdAt)
+                    try upsert.bind(5, auction.status)
+                    try upsert.bind(6, Int64(auction.countdownSeconds))
+                    try upsert.bind(7, auction.deadline)
+                    try upsert.bind(8, auction.winner)
+                    try upsert.bind(9, auction.closedAt)
+                    try upsert.run()
+                    if let bid {
+                        let insert = try connection.statement("INSERT INTO bids (auction_id, number, bidder, amount, at) VALUES (?, ?, ?, ?, ?)")
+                        try insert.bind(1, auction.id)
+                        try insert.bind(2, Int64(bid.number))
+                        try insert.bind(3, bid.bidder)
+                        try insert.bind(4, bid.amount)
+                        try insert.bind(5, bid.at)
+                        try insert.run()
+                    }
                 }
                 for record in records {
                     if let document = record.document {
@@ -209,7 +256,9 @@ public final class SQLiteStore: Sendable {
 
 /// The schema, one step per version; a step never changes once released.
 enum Migrations {
-    static let all: [String] = [
+    static let all: [String] = [version1, version2]
+
+    static let version1 =
         """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
         INSERT INTO meta (key, value) VALUES ('sequence', 0);
@@ -228,7 +277,44 @@ enum Migrations {
             document BLOB NOT NULL,
             PRIMARY KEY (kind, id)
         ) WITHOUT ROWID;
-        """,
-    ]
+        """
+
+    /// Auctions get a row of their own and their bids a table: a bid appends one row instead of
+    /// rewriting the auction with all its bids. Countdown ticks are no longer stored: the ones
+    /// schema 1 kept are deleted (replay skips the gaps they leave).
+    static let version2 = """
+        CREATE TABLE auctions (
+            id TEXT PRIMARY KEY,
+            item TEXT NOT NULL,
+            starting_price INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            status TEXT NOT NULL,
+            countdown_seconds INTEGER NOT NULL,
+            deadline TEXT,
+            winner TEXT,
+            closed_at TEXT
+        ) WITHOUT ROWID;
+        CREATE TABLE bids (
+            auction_id TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            bidder TEXT NOT NULL,
+            amount INTEGER NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (auction_id, number)
+        ) WITHOUT ROWID;
+        INSERT INTO auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at)
+            SELECT id, json_extract(CAST(document AS TEXT), '$.item'), json_extract(CAST(document AS TEXT), '$.startingPrice'),
+                json_extract(CAST(document AS TEXT), '$.createdAt'), json_extract(CAST(document AS TEXT), '$.status'),
+                json_extract(CAST(document AS TEXT), '$.countdownSeconds'), json_extract(CAST(document AS TEXT), '$.deadline'),
+                json_extract(CAST(document AS TEXT), '$.winner'), json_extract(CAST(document AS TEXT), '$.closedAt')
+            FROM records WHERE kind = 'auction';
+        INSERT INTO bids (auction_id, number, bidder, amount, at)
+            SELECT records.id, CAST(json_extract(bid.value, '$.id') AS INTEGER), json_extract(bid.value, '$.bidder'),
+                json_extract(bid.value, '$.amount'), json_extract(bid.value, '$.at')
+            FROM records, json_each(CAST(records.document AS TEXT), '$.bids') AS bid
+            WHERE records.kind = 'auction';
+        DELETE FROM records WHERE kind = 'auction';
+        DELETE FROM events WHERE name = 'tick';
+        """
 
 }

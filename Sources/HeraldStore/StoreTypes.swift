@@ -69,6 +69,51 @@ public struct RecordChange: Sendable, Equatable {
     }
 }
 
+/// An auction's own fields as stored (times in RFC 3339, money in minor units). Its bids are rows of
+/// their own: a bid is appended, never rewritten with the auction.
+public struct StoredAuction: Sendable, Equatable {
+    public let id: String
+    public let item: String
+    public let startingPrice: Int64
+    public let createdAt: String
+    public let status: String
+    public let countdownSeconds: Int
+    public let deadline: String?
+    public let winner: String?
+    public let closedAt: String?
+    /// Filled when loading; not written with the auction.
+    public var bids: [StoredBid]
+
+    public init(id: String, item: String, startingPrice: Int64, createdAt: String, status: String, countdownSeconds: Int,
+                deadline: String?, winner: String?, closedAt: String?, bids: [StoredBid] = []) {
+        self.id = id
+        self.item = item
+        self.startingPrice = startingPrice
+        self.createdAt = createdAt
+        self.status = status
+        self.countdownSeconds = countdownSeconds
+        self.deadline = deadline
+        self.winner = winner
+        self.closedAt = closedAt
+        self.bids = bids
+    }
+}
+
+/// One bid as stored: its number within its auction (1, 2, …), who, how much, when.
+public struct StoredBid: Sendable, Equatable {
+    public let number: Int
+    public let bidder: String
+    public let amount: Int64
+    public let at: String
+
+    public init(number: Int, bidder: String, amount: Int64, at: String) {
+        self.number = number
+        self.bidder = bidder
+        self.amount = amount
+        self.at = at
+    }
+}
+
 /// What a store holds at start.
 public struct StoredState: Sendable {
     /// The last sequence number ever given out (never reused, even when its event is pruned).
@@ -77,6 +122,8 @@ public struct StoredState: Sendable {
     public var events: [StoredEvent] = []
     /// Records by kind, each by id.
     public var records: [String: [(id: String, document: [UInt8])]] = [:]
+    /// Every auction with its bids, by id order.
+    public var auctions: [StoredAuction] = []
 
     public init() {}
 }

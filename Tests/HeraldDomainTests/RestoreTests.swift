@@ -7,6 +7,13 @@ import Testing
 
 @Suite struct RestoreTests {
     /// The newest stored form of each record the sink saw.
+    /// The newest stored form of each auction the sink saw.
+    func auctions(_ sink: RecordingSink) -> [Auction] {
+        var latest: [String: Auction] = [:]
+        for change in sink.all { if let write = change.auction { latest[write.auction.id] = write.auction } }
+        return latest.keys.sorted().compactMap { latest[$0] }
+    }
+
     func records(_ sink: RecordingSink, kind: String) -> [JSONValue] {
         var latest: [String: JSONValue?] = [:]
         for change in sink.all { for record in change.records where record.kind == kind { latest[record.id] = record.document } }
@@ -21,7 +28,7 @@ import Testing
         _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 5))
         _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 8))
         let restored = AuctionHouse(clock: clock, sink: RecordingSink())
-        try restored.restore(records(sink, kind: Auction.recordKind))
+        try restored.restore(auctions(sink))
         #expect(try restored.get(id) == house.get(id))
         #expect(try restored.bids(id) == house.bids(id))
         #expect(try restored.create(NewAuction(item: "next"))["id"] == "2", "ids continue")
@@ -39,7 +46,7 @@ import Testing
 
         let after = RecordingSink()
         let restarted = AuctionHouse(clock: clock, sink: after)
-        try restarted.restore(records(sink, kind: Auction.recordKind))
+        try restarted.restore(auctions(sink))
         #expect(try restarted.get(id)["remainingSeconds"] == .int(5), "10 − 3 − 2.5, rounded")
         #expect(restarted.liveTimers == 1)
         clock.advance(by: 5)
@@ -59,7 +66,7 @@ import Testing
 
         let after = RecordingSink()
         let restarted = AuctionHouse(clock: clock, sink: after)
-        try restarted.restore(records(sink, kind: Auction.recordKind))
+        try restarted.restore(auctions(sink))
         #expect(after.named("closed").count == 1)
         #expect(after.named("closed").first?.payload["winner"] == .string("bob"))
         #expect(try restarted.get(id)["status"] == .string("closed"))
@@ -67,7 +74,7 @@ import Testing
         #expect(after.named("closed").count == 1)
 
         let again = RecordingSink()
-        try AuctionHouse(clock: clock, sink: again).restore(records(after, kind: Auction.recordKind))
+        try AuctionHouse(clock: clock, sink: again).restore(auctions(after))
         #expect(again.events.isEmpty, "a closed auction is not closed twice")
     }
 

@@ -97,6 +97,35 @@ import Testing
         #expect(try SQLiteStore(directory: dir).load(eventLimit: 2).events.map(\.id) == [2, 3], "the newest, oldest first")
     }
 
+    @Test func anAuctionIsOneRowAndEachBidIsAppended() throws {
+        let dir = directory()
+        func auction(_ status: String, deadline: String?, winner: String? = nil) -> StoredAuction {
+            StoredAuction(id: "7", item: "lamp", startingPrice: 5, createdAt: "2026-11-22T10:00:00Z", status: status,
+                          countdownSeconds: 60, deadline: deadline, winner: winner, closedAt: winner == nil ? nil : "2026-11-22T10:02:00Z")
+        }
+        do {
+            let store = try SQLiteStore(directory: dir)
+            try store.commit(event: nil, records: [], auction: auction("open", deadline: nil))
+            for number in 1...300 {
+                try store.commit(event: event(UInt64(number)), records: [], auction: auction("open", deadline: "2026-11-22T10:01:00Z"),
+                                 bid: StoredBid(number: number, bidder: "b\(number)", amount: Int64(number * 10), at: "2026-11-22T10:00:01Z"))
+            }
+            try store.commit(event: event(301), records: [], auction: auction("closed", deadline: nil, winner: "b300"))
+            // A bid number taken twice is refused, not overwritten.
+            #expect(throws: StoreError.self) {
+                try store.commit(event: event(302), records: [], auction: auction("open", deadline: nil),
+                                 bid: StoredBid(number: 300, bidder: "x", amount: 1, at: "2026-11-22T10:00:01Z"))
+            }
+        }
+        let state = try SQLiteStore(directory: dir).load(eventLimit: 10)
+        #expect(state.auctions.count == 1)
+        #expect(state.auctions.first?.status == "closed" && state.auctions.first?.winner == "b300" && state.auctions.first?.deadline == nil)
+        #expect(state.auctions.first?.bids.map(\.number) == Array(1...300))
+        #expect(state.auctions.first?.bids.last == StoredBid(number: 300, bidder: "b300", amount: 3000, at: "2026-11-22T10:00:01Z"))
+        #expect(state.records["auction"] == nil, "auctions are not records")
+        #expect(state.lastSequence == 301)
+    }
+
     @Test func aFailedCommitChangesNothing() throws {
         let store = try SQLiteStore(directory: directory())
         try store.commit(event: event(1), records: [])

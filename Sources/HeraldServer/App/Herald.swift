@@ -62,6 +62,12 @@ public final class Herald: Sendable {
                 }
             }
         }
+        let storedAuctions = try stored.auctions.map { row in
+            guard let auction = Journal.auction(row) else {
+                throw StoreError("the stored auction '\(row.id)' is unreadable: restore the data directory from a backup")
+            }
+            return auction
+        }
         let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
         self.hub = hub
         self.journal = journal
@@ -75,7 +81,7 @@ public final class Herald: Sendable {
                 currency.restore(restored[CurrencySetting.recordKind] ?? [])
                 try trips.restore(restored[TripBoard.recordKind] ?? [])
                 try units.restore(restored[UnitStore.recordKind] ?? [])
-                try auctions.restore(restored[Auction.recordKind] ?? [])
+                try auctions.restore(storedAuctions)
             }
         } catch {
             journal.writer.stop()
@@ -90,7 +96,7 @@ public final class Herald: Sendable {
         let streams = server.streams
         streams.beforeWriting { hub.deliver() }
         hub.deliverWhenSignalled { streams.signal() }
-        if configuration.examples, stored.records.isEmpty, stored.lastSequence == 0 {
+        if configuration.examples, stored.records.isEmpty, stored.auctions.isEmpty, stored.lastSequence == 0 {
             do {
                 try journal.writer.perform { () throws(DomainError) in try Self.createExamples(auctions: auctions, trips: trips, units: units) }
             } catch {

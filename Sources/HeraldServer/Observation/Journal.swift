@@ -118,7 +118,8 @@ final class Journal: ChangeSink {
                 }
                 let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
                 do throws(StoreError) {
-                    try store.commit(event: event, records: records)
+                    try store.commit(event: event, records: records, auction: change.auction.map { Self.stored($0.auction) },
+                                     bid: change.auction?.newBid.map(Self.stored))
                 } catch {
                     // Logged once, where the request's id is known (Routes).
                     throw Self.refusal(for: error, topic: change.topic)
@@ -162,6 +163,31 @@ final class Journal: ChangeSink {
     private static func updates(_ values: [(topic: String, value: JSONValue?)], _ members: [Member]) -> [Hub.Update] {
         values.map { entry in Hub.Update(topic: entry.topic, value: entry.value.map { data(topic: entry.topic, payload: $0) }) }
             + members.map { Hub.Update.member(of: $0.collection, key: $0.key, value: $0.value?.bytes) }
+    }
+
+    /// An auction's fields as the store keeps them.
+    static func stored(_ auction: Auction) -> StoredAuction {
+        StoredAuction(id: auction.id, item: auction.item, startingPrice: auction.startingPrice,
+                      createdAt: Timestamp.format(auction.createdAt), status: auction.status.rawValue,
+                      countdownSeconds: auction.countdown.seconds, deadline: auction.countdown.deadline.map(Timestamp.format),
+                      winner: auction.winner, closedAt: auction.closedAt.map(Timestamp.format))
+    }
+
+    static func stored(_ bid: Bid) -> StoredBid {
+        StoredBid(number: Int(bid.id) ?? 0, bidder: bid.bidder, amount: bid.amount, at: Timestamp.format(bid.at))
+    }
+
+    /// An auction as it was stored; nil when a field does not read.
+    static func auction(_ stored: StoredAuction) -> Auction? {
+        guard let createdAt = Timestamp.parse(stored.createdAt), let status = Auction.Status(rawValue: stored.status) else { return nil }
+        var bids: [Bid] = []
+        for bid in stored.bids {
+            guard let at = Timestamp.parse(bid.at) else { return nil }
+            bids.append(Bid(number: bid.number, bidder: bid.bidder, amount: bid.amount, at: at))
+        }
+        return Auction(id: stored.id, item: stored.item, startingPrice: stored.startingPrice, createdAt: createdAt, status: status,
+                       countdownSeconds: stored.countdownSeconds, deadline: stored.deadline.flatMap(Timestamp.parse),
+                       winner: stored.winner, closedAt: stored.closedAt.flatMap(Timestamp.parse), bids: bids)
     }
 
     /// `{"topic": …, …payload}`.
