@@ -182,11 +182,16 @@ public final class Hub: Sendable {
             for update in updates { Self.apply(update, to: &state) }
             // The event's own topic and every topic above it ("units/7" → "units").
             var cursor = Substring(topic)
-            while durable {
-                state.subjects[String(cursor)]?.lastEventId = event.id
+            var observed = false
+            while true {
+                if durable { state.subjects[String(cursor)]?.lastEventId = event.id }
+                observed = observed || state.subjects[String(cursor)]?.observers.isEmpty == false
                 guard let slash = cursor.lastIndex(of: "/") else { break }
                 cursor = cursor[..<slash]
             }
+            // An event nobody observes now needs no delivery: whoever subscribes later gets a snapshot
+            // or replay that covers it.
+            guard observed else { return (event, false) }
             state.undelivered.append(event)
             return (event, state.undelivered.count == 1)
         }

@@ -96,6 +96,8 @@ public final class Herald: Sendable {
         let streams = server.streams
         streams.beforeWriting { hub.deliver() }
         hub.deliverWhenSignalled { streams.signal() }
+        // The writer answers a batch's clients before the engine starts its fan-out.
+        journal.writer.aroundAnswers(before: { streams.holdSignals() }, after: { streams.releaseSignals() })
         if configuration.examples, stored.records.isEmpty, stored.auctions.isEmpty, stored.lastSequence == 0 {
             do {
                 try journal.writer.perform { () throws(DomainError) in try Self.createExamples(auctions: auctions, trips: trips, units: units) }

@@ -28,6 +28,14 @@ final class Writer: Sendable {
     private let thread = Atomic<UInt>(0)
     /// Changes that ran, in the batches so far (for tests and the log).
     private let counts = Mutex<(changes: Int, batches: Int)>((0, 0))
+    /// Called around finishing and answering a batch (holding the stream engine's wake-up until the
+    /// clients are answered).
+    private let around = Mutex<(before: @Sendable () -> Void, after: @Sendable () -> Void)?>(nil)
+
+    /// Sets what runs before a batch is finished and after its clients are answered.
+    func aroundAnswers(before: @escaping @Sendable () -> Void, after: @escaping @Sendable () -> Void) {
+        around.withLock { $0 = (before, after) }
+    }
 
     /// Whether the caller is the writer's thread.
     var isCurrentThread: Bool { thread.load(ordering: .acquiring) == UInt(pthread_self()) }
@@ -114,12 +122,15 @@ final class Writer: Sendable {
                 continue
             }
             let answers = batch.map { $0.run() }
+            let hooks = around.withLock { $0 }
+            hooks?.before()
             let failure = finish()
             counts.withLock {
                 $0.changes += batch.count
                 $0.batches += 1
             }
             for answer in answers { answer(failure) }
+            hooks?.after()
         }
         finished.signal()
     }
