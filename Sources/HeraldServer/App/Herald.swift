@@ -76,12 +76,14 @@ public final class Herald: Sendable {
         (self.auctions, self.currency, self.trips, self.units) = (auctions, currency, trips, units)
         // On the writer, like every change: restoring closes an auction whose deadline passed meanwhile.
         let restored = records
+        let examples = configuration.examples && stored.records.isEmpty && stored.auctions.isEmpty && stored.lastSequence == 0
         do {
             try journal.writer.perform { () throws(DomainError) in
                 currency.restore(restored[CurrencySetting.recordKind] ?? [])
                 try trips.restore(restored[TripBoard.recordKind] ?? [])
                 try units.restore(restored[UnitStore.recordKind] ?? [])
                 try auctions.restore(storedAuctions)
+                if examples { try Self.createExamples(auctions: auctions, trips: trips, units: units) }
             }
         } catch {
             journal.writer.stop()
@@ -98,14 +100,6 @@ public final class Herald: Sendable {
         hub.deliverWhenSignalled { streams.signal() }
         // The writer answers a batch's clients before the engine starts its fan-out.
         journal.writer.aroundAnswers(before: { streams.holdSignals() }, after: { streams.releaseSignals() })
-        if configuration.examples, stored.records.isEmpty, stored.auctions.isEmpty, stored.lastSequence == 0 {
-            do {
-                try journal.writer.perform { () throws(DomainError) in try Self.createExamples(auctions: auctions, trips: trips, units: units) }
-            } catch {
-                journal.writer.stop()
-                throw error
-            }
-        }
     }
 
     /// The port Herald listens on, once started.

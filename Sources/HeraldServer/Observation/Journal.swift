@@ -65,14 +65,7 @@ final class Journal: ChangeSink {
                 failure = DomainError(.failed, "the change was made but the disk could not confirm it", cause: "sync failed: \(error)")
             }
         }
-        for publication in publications {
-            switch publication {
-            case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
-                hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
-            case .values(let updates):
-                hub.set(updates)
-            }
-        }
+        for publication in publications { apply(publication) }
         return failure
     }
 
@@ -86,6 +79,11 @@ final class Journal: ChangeSink {
             }
             return
         }
+        apply(publication)
+    }
+
+    /// Puts one publication on the hub.
+    private func apply(_ publication: Publication) {
         switch publication {
         case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
             hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
