@@ -31,6 +31,17 @@ async function send(method, path, body) {
   return data;
 }
 
+/** Every entry of a paged list (`GET path`, then each page's `next`), at most `pages` pages. */
+async function sendAll(path, name, pages = 50) {
+  let entries = [];
+  for (let next = path; next && pages > 0; pages -= 1) {
+    const page = await send("GET", next);
+    entries = entries.concat(page[name]);
+    next = page.next;
+  }
+  return entries;
+}
+
 /** Runs `action`, showing its failure in the problem element `problemId` (cleared on success). */
 async function attempt(problemId, action) {
   const problem = $(problemId);
@@ -136,7 +147,7 @@ function showRemaining(seconds) {
 }
 
 async function loadAuctions(select) {
-  const { auctions } = await send("GET", "/auctions");
+  const auctions = await sendAll("/auctions?limit=1000", "auctions");
   const picker = $("auction-select");
   picker.replaceChildren(...auctions.map((auction) => new Option(auctionLabel(auction), auction.id)));
   const wanted = select || view.auctionId || (auctions.find((a) => a.status === "open") || auctions[0] || {}).id || null;
@@ -217,7 +228,7 @@ function logNotification(data) {
 async function reload() {
   try {
     await loadAuctions();
-    const { trips } = await send("GET", "/trips");
+    const { trips } = await send("GET", "/trips?limit=1");
     view.tripId = trips.length ? trips[0].id : null;
     subscribe();
   } catch (error) {

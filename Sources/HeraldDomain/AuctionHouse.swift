@@ -71,10 +71,17 @@ public final class AuctionHouse: Sendable {
         return json
     }
 
-    public func list() -> [JSONValue] {
+    /// The time auctions are shown at (their seconds left).
+    public var now: Date { clock.now }
+
+    /// The auctions in id order whose id is above `after`, only those with `status` if one is given.
+    public func auctions(status: Auction.Status? = nil, after: Int = 0) -> [Auction] {
         state.withLock { state in
-            let now = clock.now
-            return state.order.compactMap { state.entries[$0]?.auction.json(at: now) }
+            state.order.compactMap { id in
+                guard (Int(id) ?? 0) > after, let auction = state.entries[id]?.auction,
+                      status == nil || auction.status == status else { return nil }
+                return auction
+            }
         }
     }
 
@@ -105,10 +112,21 @@ public final class AuctionHouse: Sendable {
 
     public func exists(_ id: String) -> Bool { state.withLock { $0.entries[id] != nil } }
 
-    public func bids(_ id: String) throws(DomainError) -> [JSONValue] {
+    /// The auction's bids numbered above `after`, in order (a slice: nothing is copied).
+    public func bids(on id: String, after: Int = 0) throws(DomainError) -> ArraySlice<Bid> {
         try state.withLock { state throws(DomainError) in
-            guard let entry = state.entries[id] else { throw .notFound("auction", id) }
-            return entry.auction.bids.map(\.json)
+            guard let bids = state.entries[id]?.auction.bids else { throw .notFound("auction", id) }
+            // Bid n is at index n - 1.
+            return bids[min(max(after, 0), bids.count)...]
+        }
+    }
+
+    /// Bid `number` of the auction.
+    public func bid(_ number: Int, on id: String) throws(DomainError) -> Bid {
+        try state.withLock { state throws(DomainError) in
+            guard let bids = state.entries[id]?.auction.bids else { throw .notFound("auction", id) }
+            guard number >= 1, number <= bids.count else { throw .notFound("bid", String(number)) }
+            return bids[number - 1]
         }
     }
 

@@ -55,7 +55,12 @@ public final class TripBoard: Sendable {
         return trip
     }
 
-    public func list() -> [Trip] { state.withLock { $0.trips.values.sorted { Int($0.id) ?? 0 < Int($1.id) ?? 0 } } }
+    /// The trips in id order whose id is above `after`.
+    public func trips(after: Int = 0) -> [Trip] {
+        state.withLock { state in
+            state.trips.values.filter { (Int($0.id) ?? 0) > after }.sorted { Int($0.id) ?? 0 < Int($1.id) ?? 0 }
+        }
+    }
 
     public func get(_ id: String) throws(DomainError) -> Trip {
         guard let trip = state.withLock({ $0.trips[id] }) else { throw .notFound("trip", id) }

@@ -63,7 +63,12 @@ public final class UnitStore: Sendable {
         }
     }
 
-    public func list() -> [JSONValue] { units.withLock { Self.sorted($0).map(\.json) } }
+    /// The units in id order whose id sorts after `after`, if given.
+    public func units(after: String? = nil) -> [Unit] {
+        units.withLock { units in
+            Self.sorted(after.map { after in units.filter { $0.key > after } } ?? units)
+        }
+    }
 
     public func get(_ id: String) throws(DomainError) -> JSONValue {
         guard let unit = units.withLock({ $0[id] }) else { throw .notFound("unit", id) }

@@ -113,7 +113,7 @@ import Testing
             #expect(error.extra.first { $0.0 == "price" }?.1 == .int(100))
         }
         _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 101))
-        #expect(try house.bids(id).count == 2)
+        #expect(try house.bids(on: id).count == 2)
         clock.advance(by: 5)
         do {
             _ = try house.bid(on: id, NewBid(bidder: "cem", amount: 500))

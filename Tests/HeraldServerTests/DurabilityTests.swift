@@ -186,10 +186,10 @@ func temporaryDataDirectory() -> String {
 
         herald = try HeraldProcess(arguments: ["--no-examples"], dataDirectory: directory)
         let client = HTTPClient(port: herald.port)
-        let units = Set((try client.get("/units").json["units"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
+        let units = Set(try client.all("/units", "units").compactMap { $0["id"] as? String })
         for (index, ack) in acks.enumerated() {
             #expect(Set(ack.units).isSubset(of: units), "client \(index): every acknowledged unit")
-            let bids = (try client.get("/auctions/\(auctions[index])/bids").json["bids"] as? [[String: Any]] ?? []).compactMap { $0["amount"] as? Int }
+            let bids = try client.all("/auctions/\(auctions[index])/bids", "bids").compactMap { $0["amount"] as? Int }
             #expect(Set(ack.bids).isSubset(of: Set(bids)), "client \(index): every acknowledged bid")
             let delay = try client.get("/trips/\(trips[index])").json["delaySeconds"] as? Int ?? -1
             #expect(delay >= ack.trips && delay <= ack.trips + 1, "client \(index): the acknowledged delays (and at most the one in flight)")

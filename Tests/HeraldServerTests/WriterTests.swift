@@ -50,7 +50,7 @@ import Testing
         #expect(publishedAmounts == accepted.map(\.amount), "every acknowledged bid is published, in the order taken")
         let ids = published.compactMap { $0.id.flatMap(UInt64.init) }
         #expect(ids == ids.sorted() && Set(ids).count == ids.count)
-        let stored = try server.client().get("/auctions/\(id)/bids").json["bids"] as? [[String: Any]] ?? []
+        let stored = try server.client().all("/auctions/\(id)/bids", "bids")
         #expect(stored.compactMap { $0["amount"] as? Int } == publishedAmounts, "the stored order is the published order")
 
         let after = server.herald.journal.writer.statistics

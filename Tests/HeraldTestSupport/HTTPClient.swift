@@ -67,6 +67,23 @@ public final class HTTPClient {
         try request("GET", path, headers: headers)
     }
 
+    /// Every entry of a paged list: `GET path`, then each page's `next` until it is null. Fails on a
+    /// page that is not 200, and after `maximumPages` pages (a `next` that never ends).
+    public func all(_ path: String, _ name: String, maximumPages: Int = 1_000) throws -> [[String: Any]] {
+        var entries: [[String: Any]] = []
+        var next: String? = path
+        for _ in 0..<maximumPages {
+            guard let address = next else { return entries }
+            let page = try get(address)
+            guard page.status == 200, let list = page.json[name] as? [[String: Any]] else {
+                throw TestError("GET \(address) answered \(page.status): \(page.text.prefix(200))")
+            }
+            entries += list
+            next = page.json["next"] as? String
+        }
+        throw TestError("more than \(maximumPages) pages from \(path)")
+    }
+
     public func post(_ path: String, _ json: String) throws -> TestResponse { try request("POST", path, json: json) }
     public func put(_ path: String, _ json: String) throws -> TestResponse { try request("PUT", path, json: json) }
     public func patch(_ path: String, _ json: String) throws -> TestResponse { try request("PATCH", path, json: json) }

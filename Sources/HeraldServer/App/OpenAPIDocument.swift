@@ -55,19 +55,26 @@ paths:
     get:
       tags: [auctions]
       operationId: listAuctions
-      summary: Every auction, oldest first.
+      summary: The auctions in id order (oldest first), a page at a time, open or closed ones only if asked.
+      parameters:
+        - $ref: "#/components/parameters/Status"
+        - $ref: "#/components/parameters/Limit"
+        - $ref: "#/components/parameters/After"
       responses:
         "200":
           description: The auctions.
+          headers:
+            Link: { $ref: "#/components/headers/NextLink" }
           content:
             application/json:
               schema:
                 type: object
-                required: [auctions]
+                required: [auctions, next]
                 properties:
                   auctions:
                     type: array
                     items: { $ref: "#/components/schemas/Auction" }
+                  next: { $ref: "#/components/schemas/NextPage" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -127,19 +134,25 @@ paths:
     get:
       tags: [auctions]
       operationId: listBids
-      summary: The auction's accepted bids, in order.
+      summary: The auction's accepted bids in order, a page at a time (`after` is a bid's id).
+      parameters:
+        - $ref: "#/components/parameters/Limit"
+        - $ref: "#/components/parameters/After"
       responses:
         "200":
           description: The bids.
+          headers:
+            Link: { $ref: "#/components/headers/NextLink" }
           content:
             application/json:
               schema:
                 type: object
-                required: [bids]
+                required: [bids, next]
                 properties:
                   bids:
                     type: array
                     items: { $ref: "#/components/schemas/Bid" }
+                  next: { $ref: "#/components/schemas/NextPage" }
         "404": { $ref: "#/components/responses/NotFound" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
@@ -300,21 +313,26 @@ paths:
     get:
       tags: [trips]
       operationId: listTrips
-      summary: Every trip.
+      summary: The trips in id order, a page at a time.
       parameters:
+        - $ref: "#/components/parameters/Limit"
+        - $ref: "#/components/parameters/After"
         - $ref: "#/components/parameters/Locale"
       responses:
         "200":
           description: The trips.
+          headers:
+            Link: { $ref: "#/components/headers/NextLink" }
           content:
             application/json:
               schema:
                 type: object
-                required: [trips]
+                required: [trips, next]
                 properties:
                   trips:
                     type: array
                     items: { $ref: "#/components/schemas/Trip" }
+                  next: { $ref: "#/components/schemas/NextPage" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -470,19 +488,25 @@ paths:
     get:
       tags: [units]
       operationId: listUnits
-      summary: Every unit, by id.
+      summary: The units in id order, a page at a time (`after` is a unit id; any string is a place in that order).
+      parameters:
+        - $ref: "#/components/parameters/Limit"
+        - $ref: "#/components/parameters/After"
       responses:
         "200":
           description: The units.
+          headers:
+            Link: { $ref: "#/components/headers/NextLink" }
           content:
             application/json:
               schema:
                 type: object
-                required: [units]
+                required: [units, next]
                 properties:
                   units:
                     type: array
                     items: { $ref: "#/components/schemas/Unit" }
+                  next: { $ref: "#/components/schemas/NextPage" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
         "414": { $ref: "#/components/responses/UriTooLong" }
@@ -866,6 +890,10 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
 components:
+  headers:
+    NextLink:
+      description: '`<next>; rel="next"` (RFC 8288) while more pages follow; absent on the last page.'
+      schema: { type: string }
   parameters:
     IfNoneMatch:
       name: If-None-Match
@@ -892,6 +920,21 @@ components:
       in: path
       required: true
       schema: { type: string, pattern: "^[A-Za-z0-9._-]{1,100}$" }
+    Limit:
+      name: limit
+      in: query
+      description: The most entries in one page, 1 to 1000 (default 100).
+      schema: { type: integer, minimum: 1, maximum: 1000, default: 100 }
+    After:
+      name: after
+      in: query
+      description: "The cursor: the id of the previous page's last entry; the page starts after it. Take it from `next`."
+      schema: { type: string }
+    Status:
+      name: status
+      in: query
+      description: Only the auctions with this status.
+      schema: { type: string, enum: [open, closed] }
     Locale:
       name: locale
       in: query
@@ -1040,6 +1083,9 @@ components:
                         field: { type: string }
                         message: { type: string }
   schemas:
+    NextPage:
+      description: The address of the next page (same filters and limit, `after` this page's last entry), or null on the last page.
+      type: [string, "null"]
     EventId:
       type: string
       pattern: "^[0-9]+$"

@@ -12,19 +12,32 @@ extension Routes {
                 return .json(auction, status: 201, headers: [("Location", "/auctions/\(id)")])
             }
         }
-        add("GET", "/auctions") { _ in .json(["auctions": .array(auctions.list())]) }
+        add("GET", "/auctions") { request in
+            let paging = try Paging(request)
+            let status = request.query("status").map { Auction.Status(rawValue: $0) }
+            if status == .some(nil), let name = request.query("status") {
+                throw Problem(status: 400, detail: "status must be open or closed, not '\(name)'")
+            }
+            let page = paging.page(auctions.auctions(status: status ?? nil, after: try paging.numericAfter()))
+            let now = auctions.now
+            return paging.response("auctions", page.entries.map { $0.json(at: now) }, more: page.more,
+                                   lastKey: page.entries.last?.id, request: request)
+        }
         add("GET", "/auctions/{id}") { request in
             Response(status: 200, headers: [("Content-Type", "application/json")], body: .shared(try auctions.encoded(request.parameter("id"))))
         }
         add("GET", "/auctions/{id}/bids") { request in
-            .json(["bids": .array(try auctions.bids(request.parameter("id")))])
+            let paging = try Paging(request)
+            let page = paging.page(try auctions.bids(on: request.parameter("id"), after: try paging.numericAfter()))
+            return paging.response("bids", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
         add("GET", "/auctions/{id}/bids/{bid}") { request in
             let id = request.parameter("id"), bidId = request.parameter("bid")
-            guard let bid = try auctions.bids(id).first(where: { $0["id"]?.stringValue == bidId }) else {
+            guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
+            guard bidId.utf8.count <= 18, bidId.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(bidId) else {
                 throw DomainError.notFound("bid", bidId)
             }
-            return .json(bid)
+            return .json(try auctions.bid(number, on: id).json)
         }
         write("POST", "/auctions/{id}/bids") { request in
             let id = request.parameter("id")

@@ -13,8 +13,10 @@ extension Routes {
             }
         }
         add("GET", "/trips") { request in
-            let locale = request.locale
-            return .json(["trips": .array(trips.list().map { $0.json(locale: locale) })])
+            let paging = try Paging(request), locale = request.locale
+            let page = paging.page(trips.trips(after: try paging.numericAfter()))
+            return paging.response("trips", page.entries.map { $0.json(locale: locale) }, more: page.more,
+                                   lastKey: page.entries.last?.id, request: request)
         }
         add("GET", "/trips/{id}") { request in .json(try trips.get(request.parameter("id")).json(locale: request.locale)) }
         write("PATCH", "/trips/{id}") { request in

@@ -4,7 +4,11 @@ import HeraldJSON
 
 extension Routes {
     mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
-        add("GET", "/units") { _ in .json(["units": .array(units.list())]) }
+        add("GET", "/units") { request in
+            let paging = try Paging(request)
+            let page = paging.page(units.units(after: paging.after))
+            return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
+        }
         add("GET", "/units/events") { request in try events.stream(request, topics: [UnitStore.collectionTopic]) }
         add("GET", "/units/{id}") { request in .json(try units.get(request.parameter("id"))) }
         write("PUT", "/units/{id}") { request in
