@@ -90,7 +90,15 @@ public final class Hub: Sendable {
     private let encoder: Event.Encoder?
     private let state = Mutex(State())
     /// Called when an event starts waiting for delivery; nil: `publish` delivers.
-    private let deliverySignal = Mutex<(@Sendable () -> Void)?>(nil)
+    private let deliverySignal = Mutex<Signal?>(nil)
+
+    /// A closure kept in a struct. Swift 6.3 wraps a bare closure (or a tuple of them) kept in a
+    /// `Mutex` in one more reabstraction thunk each time `withLock { $0 }` reads it, so every call
+    /// costs more than the last and the chain of thunks finally overflows the stack; a closure inside
+    /// a struct is kept as it is.
+    private struct Signal: Sendable {
+        let call: @Sendable () -> Void
+    }
     /// Held while delivering, so batches are queued one after another, in order.
     private let delivering = Mutex(())
 
@@ -196,7 +204,7 @@ public final class Hub: Sendable {
             return (event, state.undelivered.count == 1)
         }
         if let signal = deliverySignal.withLock({ $0 }) {
-            if firstWaiting { signal() }
+            if firstWaiting { signal.call() }
         } else {
             deliver()
         }
@@ -206,7 +214,7 @@ public final class Hub: Sendable {
     /// Makes `publish` leave delivery to the caller of `deliver()`: `signal` is called (outside every
     /// lock) when an event starts waiting for it. Set once, before publishing.
     public func deliverWhenSignalled(_ signal: @escaping @Sendable () -> Void) {
-        deliverySignal.withLock { $0 = signal }
+        deliverySignal.withLock { $0 = Signal(call: signal) }
     }
 
     /// Queues every published event that is waiting to its observers, in order, and calls their wakers.

@@ -30,11 +30,18 @@ final class Writer: Sendable {
     private let counts = Mutex<(changes: Int, batches: Int)>((0, 0))
     /// Called around finishing and answering a batch (holding the stream engine's wake-up until the
     /// clients are answered).
-    private let around = Mutex<(before: @Sendable () -> Void, after: @Sendable () -> Void)?>(nil)
+    private let around = Mutex<Hooks?>(nil)
+
+    /// The closures kept in a struct, not a tuple: Swift 6.3 wraps closures kept bare in a `Mutex` in
+    /// one more thunk at every read, so each batch would cost more than the last (see `Hub`).
+    private struct Hooks: Sendable {
+        let before: @Sendable () -> Void
+        let after: @Sendable () -> Void
+    }
 
     /// Sets what runs before a batch is finished and after its clients are answered.
     func aroundAnswers(before: @escaping @Sendable () -> Void, after: @escaping @Sendable () -> Void) {
-        around.withLock { $0 = (before, after) }
+        around.withLock { $0 = Hooks(before: before, after: after) }
     }
 
     /// Whether the caller is the writer's thread.
