@@ -20,7 +20,7 @@ extension Auction {
         self.status = status
         self.winner = winner
         self.closedAt = closedAt
-        self.bids = bids
+        self.bids = BidList(bids)
         countdown = Countdown(seconds: countdownSeconds, deadline: deadline)
     }
 }

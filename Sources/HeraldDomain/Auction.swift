@@ -22,7 +22,7 @@ public struct Auction: Sendable {
     public let startingPrice: Int64
     public let createdAt: Date
     public internal(set) var status = Status.open
-    public internal(set) var bids: [Bid] = []
+    public internal(set) var bids = BidList()
     public internal(set) var winner: String?
     public internal(set) var closedAt: Date?
     public var countdown: Countdown

@@ -113,7 +113,7 @@ public final class AuctionHouse: Sendable {
     public func exists(_ id: String) -> Bool { state.withLock { $0.entries[id] != nil } }
 
     /// The auction's bids numbered above `after`, in order (a slice: nothing is copied).
-    public func bids(on id: String, after: Int = 0) throws(DomainError) -> ArraySlice<Bid> {
+    public func bids(on id: String, after: Int = 0) throws(DomainError) -> Slice<BidList> {
         try state.withLock { state throws(DomainError) in
             guard let bids = state.entries[id]?.auction.bids else { throw .notFound("auction", id) }
             // Bid n is at index n - 1.
