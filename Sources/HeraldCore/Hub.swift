@@ -149,10 +149,11 @@ public final class Hub: Sendable {
 
     private static func apply(_ update: Update, to state: inout State) {
         if let key = update.key {
-            guard var collection = state.subjects[update.topic]?.collection else { return }
-            collection.members[key] = update.value
-            collection.rendered = nil
-            state.subjects[update.topic]?.collection = collection
+            // Changed in place: a copy of the collection taken out and put back would copy every
+            // member at every change.
+            guard state.subjects[update.topic]?.collection != nil else { return }
+            state.subjects[update.topic]?.collection?.members[key] = update.value
+            state.subjects[update.topic]?.collection?.rendered = nil
         } else {
             state.subjects[update.topic, default: Subject()].value = update.value
         }

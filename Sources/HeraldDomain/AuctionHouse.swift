@@ -55,6 +55,30 @@ public final class AuctionHouse: Sendable {
         }
     }
 
+    /// Replaces every auction in memory with `auctions` as stored, after a batch of changes the store
+    /// refused (their memory had moved; the store has none of them). Every running countdown fires
+    /// once now, where changes are made: it ticks on, or closes one whose deadline has passed.
+    public func reload(_ auctions: [Auction]) {
+        state.withLock { state in
+            for entry in state.entries.values { entry.timer?.cancel() }
+            state.entries = [:]
+            state.order = []
+            state.nextId = 1
+            let now = clock.now
+            for auction in auctions.sorted(by: { (Int($0.id) ?? 0, $0.id) < (Int($1.id) ?? 0, $1.id) }) {
+                var entry = Entry(auction: auction)
+                if !state.stopped, auction.status == .open, auction.countdown.isRunning {
+                    let (id, generation) = (auction.id, auction.countdown.generation)
+                    entry.timer = clock.schedule(at: now) { [weak self] in self?.fireWhereChangesAreMade(id, generation: generation) }
+                }
+                state.entries[auction.id] = entry
+                state.order.append(auction.id)
+                state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
+                sink.seed([(Self.topic(auction.id), ["auction": auction.json(at: now)])])
+            }
+        }
+    }
+
     public func create(_ request: NewAuction) throws(DomainError) -> JSONValue {
         let id = String(state.withLock { $0.nextId })
         let now = clock.now

@@ -12,7 +12,10 @@ public final class CurrencySetting: Sendable {
     private let current: Mutex<Currency>
     private let sink: any ChangeSink
 
+    private let initial: Currency
+
     public init(initial: Currency = .dollar, sink: any ChangeSink) {
+        self.initial = initial
         self.current = Mutex(initial)
         self.sink = sink
         sink.seed([(Self.topic, Self.json(initial))])
@@ -22,9 +25,9 @@ public final class CurrencySetting: Sendable {
 
     public static let recordKind = "currency"
 
-    /// Restores the stored default, if there is one.
+    /// Restores the stored default; without one, the initial default.
     public func restore(_ records: [JSONValue]) {
-        guard let stored = records.first?["default"]?.stringValue.flatMap(Currency.init(rawValue:)) else { return }
+        let stored = records.first?["default"]?.stringValue.flatMap(Currency.init(rawValue:)) ?? initial
         current.withLock { $0 = stored }
         sink.seed([(Self.topic, Self.json(stored))])
     }

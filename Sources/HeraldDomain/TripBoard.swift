@@ -21,7 +21,7 @@ public final class TripBoard: Sendable {
 
     public static let recordKind = "trip"
 
-    /// Restores stored trips.
+    /// Restores stored trips; they replace every trip in memory.
     public func restore(_ records: [JSONValue]) throws(DomainError) {
         var trips: [Trip] = []
         for record in records {
@@ -33,6 +33,8 @@ public final class TripBoard: Sendable {
             trips.append(Trip(id: id, departure: departure, arrival: arrival, actualDeparture: actual))
         }
         state.withLock { state in
+            // Replaces what memory holds: also used to reload after a batch the store refused.
+            state = State()
             for trip in trips {
                 state.trips[trip.id] = trip
                 state.nextId = max(state.nextId, (Int(trip.id) ?? 0) + 1)

@@ -64,11 +64,52 @@ final class Connection {
         return statement.text(0)
     }
 
-    /// Runs `body` in one immediate transaction; rolls back if it throws.
+    /// Whether a batch transaction is open (`beginBatch`): then each `transaction` is a savepoint in it.
+    private(set) var inBatch = false
+
+    /// Runs `body` in one immediate transaction; rolls back if it throws. Inside a batch it is a
+    /// savepoint of the batch's transaction: if it throws, only what it wrote is undone.
     func transaction(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+        if inBatch {
+            try execute("SAVEPOINT change")
+            do {
+                try body()
+                try execute("RELEASE change")
+            } catch {
+                try? execute("ROLLBACK TO change; RELEASE change")
+                throw error
+            }
+            return
+        }
         try execute("BEGIN IMMEDIATE")
         do {
             try body()
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Opens one transaction for the changes that follow, until `commitBatch`.
+    func beginBatch() throws(StoreError) {
+        guard !inBatch else { return }
+        try execute("BEGIN IMMEDIATE")
+        inBatch = true
+    }
+
+    /// Undoes the whole batch.
+    func rollbackBatch() {
+        guard inBatch else { return }
+        inBatch = false
+        try? execute("ROLLBACK")
+    }
+
+    /// Commits the batch's transaction; if that fails, rolls all of it back and throws.
+    func commitBatch() throws(StoreError) {
+        guard inBatch else { return }
+        inBatch = false
+        do {
             try execute("COMMIT")
         } catch {
             try? execute("ROLLBACK")

@@ -54,6 +54,34 @@ public final class SQLiteStore: Sendable {
         close(lockFile)
     }
 
+    /// Group commit: the changes stored from now until `commitBatch()` share one transaction, and each
+    /// is a savepoint in it (a change that fails undoes only its own writes). Writing the log once for
+    /// the whole batch is what makes a batch cheaper than its changes one by one.
+    public func beginBatch() throws(StoreError) {
+        try connection.withLock { connection throws(StoreError) in try connection.beginBatch() }
+    }
+
+    /// Commits the batch opened by `beginBatch()`. If the commit fails, none of the batch is stored.
+    public func commitBatch() throws(StoreError) {
+        try connection.withLock { connection throws(StoreError) in
+            if failNextCommit.withLock({ failing in
+                defer { failing = false }
+                return failing
+            }) {
+                connection.rollbackBatch()
+                throw StoreError("database or disk is full (injected by a test)", code: SQLITE_FULL)
+            }
+            try connection.commitBatch()
+        }
+    }
+
+    /// Whether a batch is open.
+    public var inBatch: Bool { connection.withLock { $0.inBatch } }
+
+    /// Tests set this to make the next batch commit fail as a full disk would, after every change in
+    /// the batch was written (nothing else can make COMMIT alone fail on demand).
+    let failNextCommit = Mutex(false)
+
     /// Makes every commit so far durable: one `fdatasync` of the write-ahead log for all of them. This
     /// is group commit: SQLite runs with `synchronous=NORMAL` (a commit is written to the log, not
     /// synced; SQLite still syncs the log before each checkpoint), and the writer calls this once per

@@ -52,22 +52,7 @@ public final class Herald: Sendable {
         }
         hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: $0.name, data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
-        var records: [String: [JSONValue]] = [:]
-        for (kind, entries) in stored.records {
-            records[kind] = try entries.map { entry in
-                do {
-                    return try JSONValue.parse(entry.document)
-                } catch let error as JSONParseError {
-                    throw StoreError("the stored \(kind) '\(entry.id)' is not JSON (\(error.reason)): restore the data directory from a backup")
-                }
-            }
-        }
-        let storedAuctions = try stored.auctions.map { row in
-            guard let auction = Journal.auction(row) else {
-                throw StoreError("the stored auction '\(row.id)' is unreadable: restore the data directory from a backup")
-            }
-            return auction
-        }
+        let (records, storedAuctions) = try Self.domainState(stored)
         let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
         self.hub = hub
         self.journal = journal
@@ -90,6 +75,24 @@ public final class Herald: Sendable {
             throw error
         }
 
+        // A batch the store could not commit never happened: memory goes back to what the store holds.
+        if let store {
+            // Weak: the journal keeps this, and the domain keeps the journal.
+            journal.onLostBatch { [weak currency, weak trips, weak units, weak auctions] in
+                guard let currency, let trips, let units, let auctions else { return }
+                do {
+                    let (records, stored) = try Self.domainState(try store.load(eventLimit: 0))
+                    currency.restore(records[CurrencySetting.recordKind] ?? [])
+                    try trips.restore(records[TripBoard.recordKind] ?? [])
+                    try units.restore(records[UnitStore.recordKind] ?? [])
+                    auctions.reload(stored)
+                    logger.warning("memory reloaded from the store after a lost batch")
+                } catch {
+                    logger.critical("memory could not be reloaded from the store after a lost batch", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+
         let router = Self.router(hub: hub, journal: journal, auctions: auctions, currency: currency, trips: trips, units: units,
                                  queueLimit: configuration.observerQueueLimit, startedAt: startedAt, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, router: router)
@@ -100,6 +103,27 @@ public final class Herald: Sendable {
         hub.deliverWhenSignalled { streams.signal() }
         // The writer answers a batch's clients before the engine starts its fan-out.
         journal.writer.aroundAnswers(before: { streams.holdSignals() }, after: { streams.releaseSignals() })
+    }
+
+    /// What the store holds, as the domain restores it: records by kind, parsed, and auctions.
+    private static func domainState(_ stored: StoredState) throws -> (records: [String: [JSONValue]], auctions: [Auction]) {
+        var records: [String: [JSONValue]] = [:]
+        for (kind, entries) in stored.records {
+            records[kind] = try entries.map { entry in
+                do {
+                    return try JSONValue.parse(entry.document)
+                } catch let error as JSONParseError {
+                    throw StoreError("the stored \(kind) '\(entry.id)' is not JSON (\(error.reason)): restore the data directory from a backup")
+                }
+            }
+        }
+        let auctions = try stored.auctions.map { row in
+            guard let auction = Journal.auction(row) else {
+                throw StoreError("the stored auction '\(row.id)' is unreadable: restore the data directory from a backup")
+            }
+            return auction
+        }
+        return (records, auctions)
     }
 
     /// The port Herald listens on, once started.
@@ -121,6 +145,8 @@ public final class Herald: Sendable {
         auctions.stop()
         // Every change asked for is answered before the server stops; later ones are refused (503).
         journal.writer.stop()
+        let written = journal.writer.statistics
+        logger.info("writer stopped", metadata: ["writer.changes": "\(written.changes)", "writer.batches": "\(written.batches)"])
         server.stop()
         hub.endAll()
         logger.info("herald stopped")

@@ -17,7 +17,8 @@ final class Journal: ChangeSink {
     /// Published events, for the routes that read it; nothing outside this module publishes on it.
     let hub: Hub
     let writer = Writer()
-    private let store: SQLiteStore?
+    /// Internal: tests make its next batch commit fail.
+    let store: SQLiteStore?
     private let logger: Logger
     /// Stamps stored events, so that pruning by age and the domain agree on the time.
     private let clock: any DomainClock
@@ -30,7 +31,22 @@ final class Journal: ChangeSink {
         case values([Hub.Update])
     }
 
-    private let batch = Mutex<(publications: [Publication], stored: Bool)>(([], false))
+    /// The writer's current batch: what it will publish, whether it stored anything, and the last
+    /// sequence number before it when it opened a store transaction.
+    private struct Batch {
+        var publications: [Publication] = []
+        var stored = false
+        var sequenceBefore: UInt64?
+    }
+
+    private let batch = Mutex(Batch())
+    /// What puts the domain's memory back to what the store holds, when a batch's commit fails.
+    private let reload = Mutex<Reload?>(nil)
+
+    /// A closure kept in a struct (see `Hub.Signal`).
+    private struct Reload: Sendable {
+        let run: @Sendable () -> Void
+    }
 
     init(hub: Hub, store: SQLiteStore?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
         self.hub = hub
@@ -47,12 +63,32 @@ final class Journal: ChangeSink {
         _ = try? writer.perform { work() }
     }
 
-    /// Ends the writer's batch: syncs the store's log once for every change in it (with `--sync full`),
-    /// then publishes their events in order. Returns why the batch is not durable, if it is not.
+    /// Sets what makes the domain's memory equal to the store again after a batch that could not be
+    /// committed (its changes ran, so memory moved; the store has none of them).
+    func onLostBatch(_ run: @escaping @Sendable () -> Void) {
+        reload.withLock { $0 = Reload(run: run) }
+    }
+
+    /// Ends the writer's batch: commits its one transaction, syncs the store's log (with `--sync full`),
+    /// then publishes their events in order. Returns why the batch is not durable, if it is not. A
+    /// batch whose commit fails never happened: nothing of it is published, the sequence goes back,
+    /// the domain's memory is reloaded from the store, and every client in it is refused.
     func finishBatch() -> DomainError? {
-        let (publications, stored) = batch.withLock { batch in
-            defer { batch = ([], false) }
+        let taken = batch.withLock { batch in
+            defer { batch = Batch() }
             return batch
+        }
+        let (publications, stored) = (taken.publications, taken.stored)
+        if let before = taken.sequenceBefore, let store {
+            do throws(StoreError) {
+                try store.commitBatch()
+            } catch {
+                logger.error("a batch of changes could not be committed, so none of them was made",
+                             metadata: ["store.error": "\(error)", "batch.publications": "\(publications.count)"])
+                sequence.withLock { $0 = before }
+                reload.withLock { $0 }?.run()
+                return Self.refusal(for: error, topic: "a batch of changes")
+            }
         }
         var failure: DomainError?
         if stored, let store, store.synchronous == .full {
@@ -111,6 +147,15 @@ final class Journal: ChangeSink {
             let id = last + 1
             let data = change.event.map { _ in Self.data(topic: change.topic, payload: change.payload) }
             if let store {
+                if writer.isCurrentThread, batch.withLock({ $0.sequenceBefore == nil }) {
+                    // The batch's first stored change opens its one transaction.
+                    do throws(StoreError) {
+                        try store.beginBatch()
+                    } catch {
+                        throw Self.refusal(for: error, topic: change.topic)
+                    }
+                    batch.withLock { $0.sequenceBefore = last }
+                }
                 let event = change.event.map {
                     StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: clock.now)
                 }
