@@ -196,9 +196,12 @@ public final class SQLiteStore: Sendable {
                     try insert.bind(5, JSONValue.array(event.tags.map { .string($0) }).serialized)
                     try insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
-                    let sequence = try connection.statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
-                    try sequence.bind(1, Int64(event.id))
-                    try sequence.run()
+                    // In a batch, the sequence is written once, when the batch commits.
+                    if !connection.inBatch {
+                        let sequence = try connection.statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
+                        try sequence.bind(1, Int64(event.id))
+                        try sequence.run()
+                    }
                 }
                 if let auction {
                     let upsert = try connection.statement("""
@@ -243,6 +246,7 @@ public final class SQLiteStore: Sendable {
                     }
                 }
             }
+            if connection.inBatch, let event { connection.batchSequence = event.id }
         }
     }
 

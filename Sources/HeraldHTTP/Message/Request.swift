@@ -41,3 +41,15 @@ public struct Request: Sendable {
     /// The path parameter `name`; the router guarantees the ones in its pattern.
     public func parameter(_ name: String) -> String { parameters[name] ?? "" }
 }
+
+extension StringProtocol {
+    /// The text without spaces and tabs at either end (HTTP's optional whitespace). Foundation's
+    /// `trimmingCharacters(in:)` goes through NSString and was 4 % of a PUT's CPU.
+    public var trimmingSpacesAndTabs: String {
+        let utf8 = Array(self.utf8)
+        var start = 0, end = utf8.count
+        while start < end, utf8[start] == 0x20 || utf8[start] == 0x09 { start += 1 }
+        while end > start, utf8[end - 1] == 0x20 || utf8[end - 1] == 0x09 { end -= 1 }
+        return String(decoding: utf8[start..<end], as: UTF8.self)
+    }
+}

@@ -55,7 +55,7 @@ struct EventRoutes: Sendable {
     /// `Last-Event-ID` (header, or `lastEventId` for a first connection), else the snapshot choice.
     private func resumePoint(_ request: Request) throws -> ResumePoint {
         if let last = request.header("Last-Event-ID") ?? request.query("lastEventId") {
-            let digits = last.trimmingCharacters(in: .whitespaces)
+            let digits = last.trimmingSpacesAndTabs
             guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let id = UInt64(digits) else { return .unknown }
             return .after(id)
         }
@@ -68,7 +68,7 @@ struct EventRoutes: Sendable {
 
     /// `?fields=` keeps only trip changes touching those fields; `?object=` only that object's notifications.
     private func filter(_ request: Request) throws -> (@Sendable (Event) -> Bool)? {
-        let fields = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) } }.filter { !$0.isEmpty })
+        let fields = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { $0.trimmingSpacesAndTabs } }.filter { !$0.isEmpty })
         if let unknown = fields.subtracting(Self.tripFields).sorted().first {
             throw Problem(status: 400, detail: "unknown field '\(unknown)': fields are \(Self.tripFields.sorted().joined(separator: ", "))")
         }

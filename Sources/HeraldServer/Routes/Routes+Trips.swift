@@ -51,7 +51,7 @@ extension Request {
     /// The first language range of an `Accept-Language` value (`de-CH;q=0.9, en` is `de-CH`), if any.
     static func firstLanguage(_ header: String) -> String? {
         for range in header.split(separator: ",") {
-            guard let tag = range.split(separator: ";", omittingEmptySubsequences: false).first?.trimmingCharacters(in: .whitespaces),
+            guard let tag = range.split(separator: ";", omittingEmptySubsequences: false).first?.trimmingSpacesAndTabs,
                   !tag.isEmpty else { continue }
             return tag
         }

@@ -83,7 +83,7 @@ extension Problem {
 extension Request {
     /// The body as JSON: 415 unless it is declared JSON, 400 when it does not parse.
     func json() throws -> JSONValue {
-        let type = header("Content-Type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        let type = header("Content-Type")?.split(separator: ";").first?.trimmingSpacesAndTabs.lowercased() ?? ""
         guard type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) else {
             throw Problem(status: 415, detail: "the body must be application/json, not '\(type.isEmpty ? "(none)" : type)'")
         }
