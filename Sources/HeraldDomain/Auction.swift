@@ -7,10 +7,6 @@ public struct Bid: Sendable, Equatable {
     public let bidder: String
     public let amount: Int64
     public let at: Date
-
-    public var json: JSONValue {
-        ["id": .string(id), "bidder": .string(bidder), "amount": .int(amount), "at": Timestamp.json(at)]
-    }
 }
 
 /// An auction: the rules of bidding, without timers. `AuctionHouse` drives its countdown.
@@ -63,17 +59,6 @@ public struct Auction: Sendable {
         winner = leader
         closedAt = now
     }
-
-    public func json(at now: Date) -> JSONValue {
-        [
-            "id": .string(id), "item": .string(item), "status": .string(status.rawValue),
-            "price": .int(price), "startingPrice": .int(startingPrice), "leader": .optional(leader),
-            "bidCount": .integer(bids.count), "countdownSeconds": .integer(countdown.seconds),
-            "remainingSeconds": .optional(countdown.remaining(at: now)), "deadline": Timestamp.json(countdown.deadline),
-            "winner": .optional(winner),
-            "createdAt": Timestamp.json(createdAt), "closedAt": Timestamp.json(closedAt),
-        ]
-    }
 }
 
 /// Amounts of money: integers in minor units, at most 2^53 − 1 so that every JSON client reads them exactly.
@@ -92,15 +77,6 @@ public struct NewAuction: Sendable, Equatable {
         self.countdownSeconds = countdownSeconds
         self.startingPrice = startingPrice
     }
-
-    public init(json: JSONValue) throws(DomainError) {
-        var reader = try FieldReader(json)
-        let item = reader.string("item", length: 1...200)
-        let countdown = reader.integer("countdownSeconds", required: false, range: 1...3600)
-        let price = reader.integer("startingPrice", required: false, range: 0...Money.maximum)
-        try reader.finish()
-        self.init(item: item ?? "", countdownSeconds: Int(countdown ?? 7), startingPrice: price ?? 0)
-    }
 }
 
 /// A request to bid, checked.
@@ -111,13 +87,5 @@ public struct NewBid: Sendable, Equatable {
     public init(bidder: String, amount: Int64) {
         self.bidder = bidder
         self.amount = amount
-    }
-
-    public init(json: JSONValue) throws(DomainError) {
-        var reader = try FieldReader(json)
-        let bidder = reader.string("bidder", length: 1...100)
-        let amount = reader.integer("amount", range: 0...Money.maximum)
-        try reader.finish()
-        self.init(bidder: bidder ?? "", amount: amount ?? 0)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import HeraldJSON
 import Synchronization
 
 /// Every auction, its bids and its one countdown timer. Bids and timer firings are changes made one at
@@ -9,8 +8,6 @@ public final class AuctionHouse: Sendable {
     private struct Entry {
         var auction: Auction
         var timer: (any TimerHandle)?
-        /// The auction as JSON bytes, and what they show that changes: status, bid count, seconds left.
-        var encoded: (status: Auction.Status, bids: Int, remaining: Int?, bytes: [UInt8])?
     }
 
     private struct State {
@@ -40,7 +37,7 @@ public final class AuctionHouse: Sendable {
                 state.entries[auction.id] = Entry(auction: auction)
                 state.order.append(auction.id)
                 state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
-                sink.seed([(Self.topic(auction.id), ["auction": auction.json(at: now)])])
+                sink.seed([.auction(auction)])
             }
             for id in state.order {
                 guard var entry = state.entries[id], entry.auction.status == .open, entry.auction.countdown.isRunning else { continue }
@@ -74,25 +71,22 @@ public final class AuctionHouse: Sendable {
                 state.entries[auction.id] = entry
                 state.order.append(auction.id)
                 state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
-                sink.seed([(Self.topic(auction.id), ["auction": auction.json(at: now)])])
+                sink.seed([.auction(auction)])
             }
         }
     }
 
-    public func create(_ request: NewAuction) throws(DomainError) -> JSONValue {
+    public func create(_ request: NewAuction) throws(DomainError) -> Auction {
         let id = String(state.withLock { $0.nextId })
-        let now = clock.now
         let auction = Auction(id: id, item: request.item, countdownSeconds: request.countdownSeconds,
-                              startingPrice: request.startingPrice, createdAt: now)
-        let json = auction.json(at: now)
-        try sink.publish(Change(topic: Self.topic(id), event: nil, values: [(Self.topic(id), ["auction": json])],
-                                auction: AuctionWrite(auction: auction)))
+                              startingPrice: request.startingPrice, createdAt: clock.now)
+        try sink.publish(.auctionOpened(auction))
         state.withLock { state in
             state.nextId += 1
             state.entries[id] = Entry(auction: auction)
             state.order.append(id)
         }
-        return json
+        return auction
     }
 
     /// The time auctions are shown at (their seconds left).
@@ -109,29 +103,9 @@ public final class AuctionHouse: Sendable {
         }
     }
 
-    public func get(_ id: String) throws(DomainError) -> JSONValue {
-        try state.withLock { state throws(DomainError) in
-            guard let entry = state.entries[id] else { throw .notFound("auction", id) }
-            return entry.auction.json(at: clock.now)
-        }
-    }
-
-    /// The auction as JSON bytes, encoded once for each state a reader can see (status, bid count and
-    /// the whole seconds left): every `GET` between two changes shares them.
-    public func encoded(_ id: String) throws(DomainError) -> [UInt8] {
-        try state.withLock { state throws(DomainError) in
-            guard let entry = state.entries[id] else { throw .notFound("auction", id) }
-            let now = clock.now
-            let auction = entry.auction
-            let remaining = auction.countdown.remaining(at: now)
-            if let encoded = entry.encoded, encoded.status == auction.status, encoded.bids == auction.bids.count,
-               encoded.remaining == remaining {
-                return encoded.bytes
-            }
-            let bytes = auction.json(at: now).bytes
-            state.entries[id]?.encoded = (auction.status, auction.bids.count, remaining, bytes)
-            return bytes
-        }
+    public func get(_ id: String) throws(DomainError) -> Auction {
+        guard let auction = state.withLock({ $0.entries[id]?.auction }) else { throw .notFound("auction", id) }
+        return auction
     }
 
     public func exists(_ id: String) -> Bool { state.withLock { $0.entries[id] != nil } }
@@ -155,20 +129,18 @@ public final class AuctionHouse: Sendable {
     }
 
     /// Places a bid and restarts the countdown. Returns the bid and the auction after it.
-    public func bid(on id: String, _ request: NewBid) throws(DomainError) -> (bid: JSONValue, auction: JSONValue) {
+    public func bid(on id: String, _ request: NewBid) throws(DomainError) -> (bid: Bid, auction: Auction) {
         guard var auction = state.withLock({ $0.entries[id]?.auction }) else { throw .notFound("auction", id) }
         let now = clock.now
         let bid = try auction.place(bidder: request.bidder, amount: request.amount, at: now)
         let action = auction.countdown.restart(at: now)
-        let json = auction.json(at: now)
-        try sink.publish(Change(topic: Self.topic(id), event: "bid", payload: ["bid": bid.json, "auction": json],
-                                values: [(Self.topic(id), ["auction": json])], auction: AuctionWrite(auction: auction, newBid: bid)))
+        try sink.publish(.bidPlaced(bid, auction: auction))
         state.withLock { state in
             state.entries[id]?.timer?.cancel()
             state.entries[id]?.auction = auction
             state.entries[id]?.timer = state.stopped ? nil : schedule(action, for: id)
         }
-        return (bid.json, json)
+        return (bid, auction)
     }
 
     /// How many countdown timers are scheduled (at most one per running auction).
@@ -208,11 +180,7 @@ public final class AuctionHouse: Sendable {
             case .ignore, .schedule:
                 return
             case .tick(let remaining, _, _):
-                try sink.publish(Change(topic: Self.topic(id), event: "tick", payload: [
-                    "auctionId": .string(id), "remainingSeconds": .integer(remaining),
-                    "price": .int(auction.price), "leader": .optional(auction.leader),
-                    "deadline": Timestamp.json(auction.countdown.deadline),
-                ], values: [(Self.topic(id), ["auction": auction.json(at: now)])], durable: false))
+                try sink.publish(.countdownTicked(auction, remainingSeconds: remaining))
             case .expire:
                 auction = try closed(auction, at: now)
             }
@@ -242,9 +210,7 @@ public final class AuctionHouse: Sendable {
     private func closed(_ auction: Auction, at now: Date) throws(DomainError) -> Auction {
         var closed = auction
         closed.close(at: now)
-        let json = closed.json(at: now)
-        try sink.publish(Change(topic: Self.topic(closed.id), event: "closed", payload: ["auction": json, "winner": .optional(closed.winner)],
-                                values: [(Self.topic(closed.id), ["auction": json])], auction: AuctionWrite(auction: closed)))
+        try sink.publish(.auctionClosed(closed))
         return closed
     }
 }

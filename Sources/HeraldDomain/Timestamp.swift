@@ -1,5 +1,5 @@
 import Foundation
-import HeraldJSON
+
 
 /// RFC 3339 times, always written in UTC.
 public enum Timestamp {
@@ -86,9 +86,5 @@ public enum Timestamp {
         }
         let whole = "\(pad(parts.year, 4))-\(pad(parts.month, 2))-\(pad(parts.day, 2))T\(pad(parts.hour, 2)):\(pad(parts.minute, 2)):\(pad(parts.second, 2))"
         return fraction == 0 ? whole + "Z" : whole + "." + pad(fraction, 3) + "Z"
-    }
-
-    public static func json(_ date: Date?) -> JSONValue {
-        date.map { .string(format($0)) } ?? .null
     }
 }

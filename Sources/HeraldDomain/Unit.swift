@@ -1,27 +1,19 @@
-import HeraldJSON
 import Synchronization
 
 /// A unit of the data store: something with a name and a health status.
 public struct Unit: Sendable, Equatable {
     public enum Status: String, Sendable, CaseIterable {
         case healthy, wounded, dead
-
-        /// The face a view shows for the status.
-        public var face: String {
-            switch self {
-            case .healthy: "🙂"
-            case .wounded: "🤕"
-            case .dead: "💀"
-            }
-        }
     }
 
     public let id: String
     public var name: String
     public var status: Status
 
-    public var json: JSONValue {
-        ["id": .string(id), "name": .string(name), "status": .string(status.rawValue), "face": .string(status.face)]
+    public init(id: String, name: String, status: Status) {
+        self.id = id
+        self.name = name
+        self.status = status
     }
 
     /// Whether `id` is 1–64 characters of letters, digits, `_` and `-`.
@@ -42,24 +34,13 @@ public final class UnitStore: Sendable {
 
     public init(sink: any ChangeSink) {
         self.sink = sink
-        sink.declareCollection(Self.collectionTopic, arrayName: "units")
     }
 
-    public static let recordKind = "unit"
-
-    /// Restores stored units.
-    public func restore(_ records: [JSONValue]) throws(DomainError) {
-        var restored: [String: Unit] = [:]
-        for record in records {
-            guard let id = record["id"]?.stringValue, let name = record["name"]?.stringValue,
-                  let status = record["status"]?.stringValue.flatMap(Unit.Status.init(rawValue:))
-            else { throw DomainError(.invalid, "a stored unit is unreadable: \(record.serialized.prefix(200))") }
-            restored[id] = Unit(id: id, name: name, status: status)
-        }
+    /// Restores stored units; they replace every unit in memory.
+    public func restore(_ restored: [Unit]) {
         units.withLock { units in
-            units = restored
-            sink.seed(restored.values.map { (Self.topic($0.id), ["unit": $0.json]) },
-                      members: restored.values.map { Member(collection: Self.collectionTopic, key: $0.id, value: $0.json) })
+            units = Dictionary(restored.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+            sink.seed(restored.map { .unit($0) })
         }
     }
 
@@ -70,40 +51,28 @@ public final class UnitStore: Sendable {
         }
     }
 
-    public func get(_ id: String) throws(DomainError) -> JSONValue {
+    public func get(_ id: String) throws(DomainError) -> Unit {
         guard let unit = units.withLock({ $0[id] }) else { throw .notFound("unit", id) }
-        return unit.json
+        return unit
     }
 
     public func exists(_ id: String) -> Bool { units.withLock { $0[id] != nil } }
 
-    /// Creates or replaces a unit; `created` is true when it did not exist.
-    public func put(id: String, json: JSONValue) throws(DomainError) -> (unit: JSONValue, created: Bool) {
-        var reader = try FieldReader(json)
-        if !Unit.isValidId(id) { reader.fail("id", "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -") }
-        let name = reader.string("name", length: 1...100)
-        let statusName = reader.string("status")
-        let status = statusName.flatMap(Unit.Status.init(rawValue:))
-        if statusName != nil, status == nil { reader.fail("status", "must be one of healthy, wounded, dead") }
-        try reader.finish()
-        guard let name, let status else { throw DomainError(.invalid, "name and status are required") }
-        let unit = Unit(id: id, name: name, status: status)
+    /// Creates or replaces a unit; returns true when it did not exist.
+    public func put(_ unit: Unit) throws(DomainError) -> Bool {
+        guard Unit.isValidId(unit.id) else {
+            throw DomainError(.invalid, "invalid unit id", fields: [FieldError(field: "id", message: "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")])
+        }
         // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
-        let created = units.withLock { $0[id] == nil }
-        try sink.publish(Change(topic: Self.topic(id), event: "unit", payload: ["unit": unit.json, "created": .bool(created)],
-                                values: [(Self.topic(id), ["unit": unit.json])],
-                                members: [Member(collection: Self.collectionTopic, key: id, value: unit.json)],
-                                records: [Record(kind: Self.recordKind, id: id, document: unit.json)]))
-        units.withLock { $0[id] = unit }
-        return (unit.json, created)
+        let created = units.withLock { $0[unit.id] == nil }
+        try sink.publish(.unitSaved(unit, created: created))
+        units.withLock { $0[unit.id] = unit }
+        return created
     }
 
     public func delete(_ id: String) throws(DomainError) {
         guard exists(id) else { throw .notFound("unit", id) }
-        try sink.publish(Change(topic: Self.topic(id), event: "removed", payload: ["id": .string(id)],
-                                values: [(Self.topic(id), nil)],
-                                members: [Member(collection: Self.collectionTopic, key: id, value: nil)],
-                                records: [Record(kind: Self.recordKind, id: id, document: nil)]))
+        try sink.publish(.unitRemoved(id: id))
         _ = units.withLock { $0.removeValue(forKey: id) }
     }
 

@@ -1,26 +1,62 @@
+import Foundation
 import HeraldDomain
-import HeraldJSON
 import Synchronization
 
-/// Keeps every change the domain reports, in order.
+/// Keeps every event the domain publishes and every state it seeds, in order.
 final class RecordingSink: ChangeSink {
-    private let changes = Mutex<[Change]>([])
-    private let seeded = Mutex<[String: JSONValue?]>([:])
+    private let recorded = Mutex<[DomainEvent]>([])
+    private let seededStates = Mutex<[DomainState]>([])
 
-    func publish(_ change: Change) { changes.withLock { $0.append(change) } }
+    func publish(_ event: DomainEvent) { recorded.withLock { $0.append(event) } }
 
-    func declareCollection(_ topic: String, arrayName: String) {}
+    func seed(_ states: [DomainState]) { seededStates.withLock { $0 += states } }
 
     func perform(_ work: @escaping @Sendable () -> Void) { work() }
 
-    func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {
-        seeded.withLock { for (topic, value) in values { $0[topic] = value } }
+    var all: [DomainEvent] { recorded.withLock { $0 } }
+    var seeded: [DomainState] { seededStates.withLock { $0 } }
+    /// The events observers are told of (those with a name on the wire).
+    var events: [DomainEvent] { all.filter { $0.name != nil } }
+    var names: [String?] { all.map(\.name) }
+    func named(_ name: String) -> [DomainEvent] { all.filter { $0.name == name } }
+    /// The seconds left of every tick, in order.
+    var ticks: [Int] { all.compactMap { if case .countdownTicked(_, let remaining) = $0 { remaining } else { nil } } }
+    /// The winner of every close, in order.
+    var winners: [String?] { all.compactMap { if case .auctionClosed(let auction) = $0 { .some(auction.winner) } else { nil } } }
+
+    /// The newest value of each auction the events carried, in id order: what a store would hold.
+    var auctions: [Auction] {
+        var latest: [String: Auction] = [:]
+        for event in all { if let auction = event.auction { latest[auction.id] = auction } }
+        return latest.keys.sorted().compactMap { latest[$0] }
+    }
+}
+
+extension DomainEvent {
+    /// The event's name on the wire (Herald's journal), nil for one observers are not told of.
+    var name: String? {
+        switch self {
+        case .auctionOpened, .tripAdded: nil
+        case .bidPlaced: "bid"
+        case .countdownTicked: "tick"
+        case .auctionClosed: "closed"
+        case .unitSaved: "unit"
+        case .unitRemoved: "removed"
+        case .currencyChanged: "currency"
+        case .tripMoved: "trip"
+        }
     }
 
-    var all: [Change] { changes.withLock { $0 } }
-    /// The changes observers are told of (those with an event).
-    var events: [Change] { all.filter { $0.event != nil } }
-    var names: [String?] { all.map(\.event) }
-    func named(_ name: String) -> [Change] { all.filter { $0.event == name } }
-    func seededValue(_ topic: String) -> JSONValue?? { seeded.withLock { $0[topic] } }
+    var auction: Auction? {
+        switch self {
+        case .auctionOpened(let auction), .bidPlaced(_, let auction), .auctionClosed(let auction): auction
+        default: nil
+        }
+    }
+}
+
+/// What a reader sees of an auction at `now`, for comparing two of them.
+func view(_ auction: Auction, at now: Date) -> String {
+    "\(auction.id) \(auction.item) \(auction.status) \(auction.price) \(auction.leader ?? "-") \(auction.bids.count) "
+        + "\(auction.countdown.remaining(at: now).map(String.init) ?? "-") \(auction.winner ?? "-")"
 }

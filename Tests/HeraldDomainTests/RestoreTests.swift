@@ -6,39 +6,27 @@ import Synchronization
 import Testing
 
 @Suite struct RestoreTests {
-    /// The newest stored form of each record the sink saw.
-    /// The newest stored form of each auction the sink saw.
-    func auctions(_ sink: RecordingSink) -> [Auction] {
-        var latest: [String: Auction] = [:]
-        for change in sink.all { if let write = change.auction { latest[write.auction.id] = write.auction } }
-        return latest.keys.sorted().compactMap { latest[$0] }
-    }
-
-    func records(_ sink: RecordingSink, kind: String) -> [JSONValue] {
-        var latest: [String: JSONValue?] = [:]
-        for change in sink.all { for record in change.records where record.kind == kind { latest[record.id] = record.document } }
-        return latest.keys.sorted().compactMap { latest[$0] ?? nil }
-    }
+    func auctions(_ sink: RecordingSink) -> [Auction] { sink.auctions }
 
     @Test func anAuctionRecordRoundTrips() throws {
         let clock = ManualClock()
         let sink = RecordingSink()
         let house = AuctionHouse(clock: clock, sink: sink)
-        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 9, startingPrice: 5))["id"]?.stringValue ?? ""
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 9, startingPrice: 5)).id
         _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 5))
         _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 8))
         let restored = AuctionHouse(clock: clock, sink: RecordingSink())
         try restored.restore(auctions(sink))
-        #expect(try restored.get(id) == house.get(id))
+        #expect(try view(restored.get(id), at: clock.now) == view(house.get(id), at: clock.now))
         #expect(try Array(restored.bids(on: id)) == Array(house.bids(on: id)))
-        #expect(try restored.create(NewAuction(item: "next"))["id"] == "2", "ids continue")
+        #expect(try restored.create(NewAuction(item: "next")).id == "2", "ids continue")
     }
 
     @Test func aRunningCountdownResumesWithTheTimeReallyLeft() throws {
         let clock = ManualClock()
         let sink = RecordingSink()
         let house = AuctionHouse(clock: clock, sink: sink)
-        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 10))["id"]?.stringValue ?? ""
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 10)).id
         _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 1))
         clock.advance(by: 3)
         house.stop()
@@ -47,18 +35,18 @@ import Testing
         let after = RecordingSink()
         let restarted = AuctionHouse(clock: clock, sink: after)
         try restarted.restore(auctions(sink))
-        #expect(try restarted.get(id)["remainingSeconds"] == .int(5), "10 − 3 − 2.5, rounded")
+        #expect(try restarted.get(id).countdown.remaining(at: clock.now) == 5, "10 − 3 − 2.5, rounded")
         #expect(restarted.liveTimers == 1)
         clock.advance(by: 5)
-        #expect(after.named("tick").compactMap { $0.payload["remainingSeconds"]?.intValue } == [4, 3, 2, 1])
-        #expect(after.named("closed").first?.payload["winner"] == .string("ann"))
+        #expect(after.ticks == [4, 3, 2, 1])
+        #expect(after.winners == ["ann"])
     }
 
     @Test func aDeadlinePassedWhileDownClosesAtStartOnce() throws {
         let clock = ManualClock()
         let sink = RecordingSink()
         let house = AuctionHouse(clock: clock, sink: sink)
-        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 5))["id"]?.stringValue ?? ""
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 5)).id
         _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 1))
         _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 2))
         house.stop()
@@ -68,8 +56,8 @@ import Testing
         let restarted = AuctionHouse(clock: clock, sink: after)
         try restarted.restore(auctions(sink))
         #expect(after.named("closed").count == 1)
-        #expect(after.named("closed").first?.payload["winner"] == .string("bob"))
-        #expect(try restarted.get(id)["status"] == .string("closed"))
+        #expect(after.winners == ["bob"])
+        #expect(try restarted.get(id).status == .closed)
         clock.advance(by: 60)
         #expect(after.named("closed").count == 1)
 
@@ -82,17 +70,17 @@ import Testing
         let clock = ManualClock()
         let sink = FailingSink()
         let house = AuctionHouse(clock: clock, sink: sink)
-        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 5))["id"]?.stringValue ?? ""
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 5)).id
         sink.failing = true
         #expect { try house.bid(on: id, NewBid(bidder: "ann", amount: 1)) } throws: { ($0 as? DomainError)?.kind == .unavailable }
-        #expect(try house.get(id)["bidCount"] == .int(0))
+        #expect(try house.get(id).bids.isEmpty)
         #expect(house.liveTimers == 0)
         let units = UnitStore(sink: sink)
-        #expect(throws: DomainError.self) { try units.put(id: "a", json: ["name": "A", "status": "healthy"]) }
+        #expect(throws: DomainError.self) { try units.put(HeraldDomain.Unit(id: "a", name: "A", status: .healthy)) }
         #expect(units.units().isEmpty)
         // The refused bid left nothing behind in the bids the auction's values share.
         sink.failing = false
-        #expect(try house.bid(on: id, NewBid(bidder: "bob", amount: 2)).bid["id"] == .string("1"))
+        #expect(try house.bid(on: id, NewBid(bidder: "bob", amount: 2)).bid.id == "1")
         #expect(try house.bids(on: id).map(\.bidder) == ["bob"])
     }
 }
@@ -105,12 +93,11 @@ final class FailingSink: ChangeSink {
         set { failure.withLock { $0 = newValue } }
     }
 
-    func publish(_ change: Change) throws(DomainError) {
+    func publish(_ event: DomainEvent) throws(DomainError) {
         if failing { throw DomainError(.unavailable, "disk on fire") }
     }
-    func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {}
+    func seed(_ states: [DomainState]) {}
     func perform(_ work: @escaping @Sendable () -> Void) { work() }
-    func declareCollection(_ topic: String, arrayName: String) {}
 }
 
 @Suite struct BidListTests {

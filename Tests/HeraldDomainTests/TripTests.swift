@@ -16,89 +16,55 @@ import Testing
         let trip = try board.create(seed)
         #expect(trip.durationSeconds == 1000)
         #expect(trip.delaySeconds == 300 && trip.delayed)
-        let early = try board.delay(trip.id, json: ["deltaSeconds": -360])
+        let early = try board.delay(trip.id, bySeconds: -360)
         #expect(early.delaySeconds == -60 && !early.delayed)
-        let patched = try board.patch(trip.id, json: ["actualDeparture": "2015-10-09T13:09:53Z"])
+        let patched = try board.setActualDeparture(trip.id, to: date("2015-10-09T13:09:53Z"))
         #expect(patched.delaySeconds == 0 && !patched.delayed)
     }
 
-    @Test func displayStringsInEnglish() throws {
-        let board = TripBoard(sink: RecordingSink())
-        let display = TripDisplay(trip: try board.create(seed), locale: Locale(identifier: "en_US"))
-        #expect(display.date == "10/9/2015")
-        // ICU puts a narrow no-break space before the day period.
-        #expect(display.departure == "1:09\u{202F}PM")
-        #expect(display.arrival == "1:26\u{202F}PM")
-        #expect(display.duration == "16 min")
-        #expect(display.delay == "5 minutes delay")
-    }
 
-    @Test func displayStringsInGerman() throws {
-        let board = TripBoard(sink: RecordingSink())
-        let display = TripDisplay(trip: try board.create(seed), locale: Locale(identifier: "de_DE"))
-        #expect(display.date == "9.10.2015")
-        #expect(display.departure == "13:09")
-        #expect(display.duration == "16 Min.")
-        #expect(display.delay == "5 Minuten Verspätung")
-    }
 
-    @Test func noDelayStringWhenOnTime() {
-        let trip = Trip(id: "1", departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
-                        actualDeparture: date("2015-10-09T13:09:53Z"))
-        #expect(TripDisplay(trip: trip, locale: Locale(identifier: "en_US")).delay == nil)
-    }
 
     @Test func changesNameTheFieldsTheyTouch() throws {
         let sink = RecordingSink()
         let board = TripBoard(sink: sink)
         let trip = try board.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z")))
-        _ = try board.delay(trip.id, json: ["deltaSeconds": 60])
-        _ = try board.delay(trip.id, json: ["deltaSeconds": 60])
-        #expect(sink.events.map(\.tags) == [["actualDeparture", "delay", "delayed"], ["actualDeparture", "delay"]])
-    }
-
-    @Test func invalidInputIsRefusedWithTheFields() throws {
-        let board = TripBoard(sink: RecordingSink())
-        #expect(throws: DomainError.self) {
-            try NewTrip(json: ["departure": "2015-10-09T13:26:33Z", "arrival": "2015-10-09T13:09:53Z"])
-        }
-        #expect(throws: DomainError.self) { try NewTrip(json: ["departure": "yesterday", "arrival": "2015-10-09T13:09:53Z"]) }
-        let trip = try board.create(seed)
-        #expect(throws: DomainError.self) { try board.delay(trip.id, json: ["deltaSeconds": 0]) }
-        #expect(throws: DomainError.self) { try board.delay(trip.id, json: ["deltaSeconds": 86_401]) }
-        #expect(throws: DomainError.notFound("trip", "42")) { try board.delay("42", json: ["deltaSeconds": 5]) }
+        _ = try board.delay(trip.id, bySeconds: 60)
+        _ = try board.delay(trip.id, bySeconds: 60)
+        let changed = sink.all.compactMap { if case .tripMoved(_, let changed) = $0 { changed } else { nil } }
+        #expect(changed == [[.actualDeparture, .delay, .delayed], [.actualDeparture, .delay]])
+        #expect(sink.names == [nil, "trip", "trip"], "a new trip is a value, not an event")
     }
 }
 
 @Suite struct UnitAndCurrencyTests {
-    @Test func unitsPublishToTheirOwnTopicWithTheCollectionValue() throws {
+    @Test func unitsAreCreatedReplacedAndRemoved() throws {
         let sink = RecordingSink()
         let store = UnitStore(sink: sink)
-        let first = try store.put(id: "a", json: ["name": "Alpha", "status": "healthy"])
-        #expect(first.created && first.unit["face"] == .string("🙂"))
-        #expect(try !store.put(id: "a", json: ["name": "Alpha", "status": "dead"]).created)
+        #expect(try store.put(HeraldDomain.Unit(id: "a", name: "Alpha", status: .healthy)))
+        #expect(try !store.put(HeraldDomain.Unit(id: "a", name: "Alpha", status: .dead)))
+        #expect(try store.get("a").status == .dead)
         try store.delete("a")
-        #expect(sink.all.map(\.topic) == ["units/a", "units/a", "units/a"])
         #expect(sink.names == ["unit", "unit", "removed"])
-        #expect(sink.all.last?.values.first?.value == nil, "a removed unit has no current value")
-        #expect(throws: DomainError.self) { try store.put(id: "bad id!", json: ["name": "x", "status": "healthy"]) }
-        #expect(throws: DomainError.self) { try store.put(id: "b", json: ["name": "x", "status": "asleep"]) }
+        let created = sink.all.compactMap { if case .unitSaved(_, let created) = $0 { created } else { nil } }
+        #expect(created == [true, false])
+        #expect(!store.exists("a"))
+        #expect(throws: DomainError.self) { try store.put(HeraldDomain.Unit(id: "bad id!", name: "x", status: .healthy)) }
         #expect(throws: DomainError.notFound("unit", "a")) { try store.delete("a") }
+        #expect(sink.all.count == 3, "refused changes publish nothing")
     }
 
     @Test func currencyNotifiesOnlyRealChanges() throws {
         let sink = RecordingSink()
         let currency = CurrencySetting(sink: sink)
-        _ = try currency.set(json: ["default": "dollar"])
+        try currency.set(.dollar)
         #expect(sink.all.isEmpty)
-        _ = try currency.set(json: ["default": "euro"])
-        #expect(sink.all.first?.payload == ["default": "euro", "previous": "dollar"])
-        do {
-            _ = try currency.set(json: ["default": "yen"])
-            Issue.record("an unknown currency must be refused")
-        } catch {
-            #expect(error.fields.first?.message.contains("gramGold") == true)
+        try currency.set(.euro)
+        guard case .currencyChanged(let now, let previous)? = sink.all.first else {
+            Issue.record("a change of the default is an event")
+            return
         }
+        #expect(now == .euro && previous == .dollar)
         #expect(currency.value == .euro)
     }
 }
@@ -124,43 +90,23 @@ import Testing
 }
 
 @Suite struct TripRangeTests {
+    func date(_ text: String) -> Date { Timestamp.parse(text) ?? .distantPast }
+
     @Test func datesOutsideYears1To9999AreRefusedNotStored() throws {
         let sink = RecordingSink()
         let trips = TripBoard(sink: sink)
         let trip = try trips.create(NewTrip(departure: Timestamp.parse("2015-10-09T13:09:53Z") ?? .now,
                                             arrival: Timestamp.parse("2015-10-09T13:26:33Z") ?? .now))
-        _ = try trips.patch(trip.id, json: ["actualDeparture": "9999-12-31T23:59:59Z"])
-        #expect(throws: DomainError.self) { try trips.delay(trip.id, json: ["deltaSeconds": 86_400]) }
+        _ = try trips.setActualDeparture(trip.id, to: date("9999-12-31T23:59:59Z"))
+        #expect(throws: DomainError.self) { try trips.delay(trip.id, bySeconds: 86_400) }
         #expect(trips.trips().first.map { Timestamp.format($0.actualDeparture) } == "9999-12-31T23:59:59Z")
         #expect(Timestamp.parse("0001-01-01T00:00:00+01:00") == nil, "an offset may not carry a time below year 1")
         #expect(Timestamp.parse("9999-12-31T23:59:59-01:00") == nil, "nor past year 9999")
-        _ = try trips.patch(trip.id, json: ["actualDeparture": "0001-01-01T00:00:00Z"])
-        #expect(throws: DomainError.self) { try trips.delay(trip.id, json: ["deltaSeconds": -1]) }
-        for record in sink.all.flatMap(\.records) where record.kind == TripBoard.recordKind {
-            for field in ["departure", "arrival", "actualDeparture"] {
-                #expect(record.document?[field]?.stringValue.flatMap(Timestamp.parse) != nil, "stored \(field) reads back")
-            }
+        _ = try trips.setActualDeparture(trip.id, to: date("0001-01-01T00:00:00Z"))
+        #expect(throws: DomainError.self) { try trips.delay(trip.id, bySeconds: -1) }
+        for case .tripMoved(let moved, _) in sink.all {
+            #expect(Timestamp.parse(Timestamp.format(moved.actualDeparture)) == moved.actualDeparture, "what is published reads back")
         }
     }
 
-    @Test func fieldsThatCannotChangeAreRefused() throws {
-        let trips = TripBoard(sink: RecordingSink())
-        let trip = try trips.create(NewTrip(departure: Timestamp.parse("2015-10-09T13:09:53Z") ?? .now,
-                                            arrival: Timestamp.parse("2015-10-09T13:26:33Z") ?? .now))
-        #expect(throws: DomainError.self) {
-            try trips.patch(trip.id, json: ["actualDeparture": "2015-10-09T13:19:53Z", "departure": "2015-10-09T13:00:00Z"])
-        }
-        #expect(try trips.get(trip.id) == trip)
-    }
-
-    @Test func aLanguageWithoutStringsIsEnglishAsAWhole() throws {
-        let trip = Trip(id: "1", departure: Timestamp.parse("2015-10-09T13:09:53Z") ?? .now,
-                        arrival: Timestamp.parse("2015-10-09T13:26:33Z") ?? .now, actualDeparture: Timestamp.parse("2015-10-09T13:14:53Z") ?? .now)
-        for tag in ["ja_JP", "pt_BR", "xx"] {
-            let locale = TripDisplay.supported(Locale(identifier: tag))
-            #expect(locale.identifier == "en_US")
-            #expect(TripDisplay(trip: trip, locale: locale).delay == "5 minutes delay")
-        }
-        #expect(TripDisplay.supported(Locale(identifier: "de_DE")).identifier == "de_DE")
-    }
 }

@@ -52,7 +52,7 @@ public final class Herald: Sendable {
         }
         hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: $0.name, data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
-        let (records, storedAuctions) = try Self.domainState(stored)
+        let restored = try DomainSnapshot(stored)
         let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
         self.hub = hub
         self.journal = journal
@@ -60,14 +60,13 @@ public final class Herald: Sendable {
                                                   TripBoard(sink: journal), UnitStore(sink: journal))
         (self.auctions, self.currency, self.trips, self.units) = (auctions, currency, trips, units)
         // On the writer, like every change: restoring closes an auction whose deadline passed meanwhile.
-        let restored = records
         let examples = configuration.examples && stored.records.isEmpty && stored.auctions.isEmpty && stored.lastSequence == 0
         do {
             try journal.writer.perform { () throws(DomainError) in
-                currency.restore(restored[CurrencySetting.recordKind] ?? [])
-                try trips.restore(restored[TripBoard.recordKind] ?? [])
-                try units.restore(restored[UnitStore.recordKind] ?? [])
-                try auctions.restore(storedAuctions)
+                currency.restore(restored.currency)
+                trips.restore(restored.trips)
+                units.restore(restored.units)
+                try auctions.restore(restored.auctions)
                 if examples { try Self.createExamples(auctions: auctions, trips: trips, units: units) }
             }
         } catch {
@@ -81,11 +80,11 @@ public final class Herald: Sendable {
             journal.onLostBatch { [weak currency, weak trips, weak units, weak auctions] in
                 guard let currency, let trips, let units, let auctions else { return }
                 do {
-                    let (records, stored) = try Self.domainState(try store.load(eventLimit: 0))
-                    currency.restore(records[CurrencySetting.recordKind] ?? [])
-                    try trips.restore(records[TripBoard.recordKind] ?? [])
-                    try units.restore(records[UnitStore.recordKind] ?? [])
-                    auctions.reload(stored)
+                    let stored = try DomainSnapshot(try store.load(eventLimit: 0))
+                    currency.restore(stored.currency)
+                    trips.restore(stored.trips)
+                    units.restore(stored.units)
+                    auctions.reload(stored.auctions)
                     logger.warning("memory reloaded from the store after a lost batch")
                 } catch {
                     logger.critical("memory could not be reloaded from the store after a lost batch", metadata: ["error": "\(error)"])
@@ -103,27 +102,6 @@ public final class Herald: Sendable {
         hub.deliverWhenSignalled { streams.signal() }
         // The writer answers a batch's clients before the engine starts its fan-out.
         journal.writer.aroundAnswers(before: { streams.holdSignals() }, after: { streams.releaseSignals() })
-    }
-
-    /// What the store holds, as the domain restores it: records by kind, parsed, and auctions.
-    private static func domainState(_ stored: StoredState) throws -> (records: [String: [JSONValue]], auctions: [Auction]) {
-        var records: [String: [JSONValue]] = [:]
-        for (kind, entries) in stored.records {
-            records[kind] = try entries.map { entry in
-                do {
-                    return try JSONValue.parse(entry.document)
-                } catch let error as JSONParseError {
-                    throw StoreError("the stored \(kind) '\(entry.id)' is not JSON (\(error.reason)): restore the data directory from a backup")
-                }
-            }
-        }
-        let auctions = try stored.auctions.map { row in
-            guard let auction = Journal.auction(row) else {
-                throw StoreError("the stored auction '\(row.id)' is unreadable: restore the data directory from a backup")
-            }
-            return auction
-        }
-        return (records, auctions)
     }
 
     /// The port Herald listens on, once started.
@@ -215,6 +193,6 @@ public final class Herald: Sendable {
         let date = { (text: String) in Timestamp.parse(text) ?? .now }
         _ = try trips.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
                                  actualDeparture: date("2015-10-09T13:14:53Z")))
-        _ = try units.put(id: "scout", json: ["name": "Scout", "status": "healthy"])
+        _ = try units.put(HeraldDomain.Unit(id: "scout", name: "Scout", status: .healthy))
     }
 }

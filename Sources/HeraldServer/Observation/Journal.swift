@@ -54,10 +54,28 @@ final class Journal: ChangeSink {
         self.store = store
         self.logger = logger
         self.sequence = Mutex(lastSequence)
+        declareCollection(UnitStore.collectionTopic, arrayName: "units")
         writer.start { [weak self] in self?.finishBatch() }
     }
 
-    func publish(_ change: Change) throws(DomainError) { _ = try post(change) }
+    func publish(_ event: DomainEvent) throws(DomainError) { _ = try post(Self.entry(for: event, at: clock.now)) }
+
+    func seed(_ states: [DomainState]) {
+        let now = clock.now
+        var values: [(topic: String, value: JSONValue?)] = []
+        var members: [Member] = []
+        for state in states {
+            switch state {
+            case .auction(let auction): values.append((AuctionHouse.topic(auction.id), ["auction": auction.json(at: now)]))
+            case .trip(let trip): values.append((TripBoard.topic(trip.id), ["trip": trip.json(locale: Trip.eventLocale)]))
+            case .currency(let currency): values.append((CurrencySetting.topic, currency.json))
+            case .unit(let unit):
+                values.append((UnitStore.topic(unit.id), ["unit": unit.json]))
+                members.append(Member(collection: UnitStore.collectionTopic, key: unit.id, value: unit.json))
+            }
+        }
+        hub.set(Self.updates(values, members))
+    }
 
     func perform(_ work: @escaping @Sendable () -> Void) {
         _ = try? writer.perform { work() }
@@ -133,7 +151,7 @@ final class Journal: ChangeSink {
 
     /// Stores and publishes `change`; returns its event's id (nil for a change without event).
     @discardableResult
-    func post(_ change: Change) throws(DomainError) -> UInt64? {
+    func post(_ change: Entry) throws(DomainError) -> UInt64? {
         if !change.durable, let name = change.event {
             // News of the moment: never stored, and it takes no sequence number.
             let data = Self.data(topic: change.topic, payload: change.payload)
@@ -161,8 +179,8 @@ final class Journal: ChangeSink {
                 }
                 let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
                 do throws(StoreError) {
-                    try store.commit(event: event, records: records, auction: change.auction.map { Self.stored($0.auction) },
-                                     bid: change.auction?.newBid.map(Self.stored))
+                    try store.commit(event: event, records: records, auction: change.auction.map(Self.stored),
+                                 bid: change.newBid.map(Self.stored))
                 } catch {
                     // Logged once, where the request's id is known (Routes).
                     throw Self.refusal(for: error, topic: change.topic)
@@ -191,10 +209,6 @@ final class Journal: ChangeSink {
         case .corrupt, .other: (.failed, "the change could not be stored, so it was not made")
         }
         return DomainError(kind, message, cause: "store commit failed on \(topic): \(error)")
-    }
-
-    func seed(_ values: [(topic: String, value: JSONValue?)], members: [Member]) {
-        hub.set(Self.updates(values, members))
     }
 
     func declareCollection(_ topic: String, arrayName: String) {

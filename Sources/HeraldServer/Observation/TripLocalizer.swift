@@ -14,17 +14,10 @@ struct TripLocalizer: Sendable {
     func frame(for event: Event) -> [UInt8]? {
         guard event.topic.hasPrefix("trips/"), event.name == "snapshot" || event.name == "trip",
               case .object(let members)? = try? JSONValue.parse(event.data),
-              let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Self.trip(from: $0.1) })
+              let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Trip(document: $0.1) })
         else { return nil }
         let localized = JSONValue.object(members.map { $0.0 == "trip" ? ("trip", trip.json(locale: locale)) : $0 })
         return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name, data: localized.bytes))
     }
 
-    private static func trip(from json: JSONValue) -> Trip? {
-        guard let id = json["id"]?.stringValue,
-              let departure = json["departure"]?.stringValue.flatMap(Timestamp.parse),
-              let arrival = json["arrival"]?.stringValue.flatMap(Timestamp.parse),
-              let actual = json["actualDeparture"]?.stringValue.flatMap(Timestamp.parse) else { return nil }
-        return Trip(id: id, departure: departure, arrival: arrival, actualDeparture: actual)
-    }
 }

@@ -35,7 +35,7 @@ struct EventRoutes: Sendable {
                                          filter: try filter(request))
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         let locale = request.locale
-        let localized = topics.contains { $0.hasPrefix("trips/") } && locale.identifier != TripBoard.eventLocale.identifier
+        let localized = topics.contains { $0.hasPrefix("trips/") } && locale.identifier != Trip.eventLocale.identifier
         return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil))
     }
 

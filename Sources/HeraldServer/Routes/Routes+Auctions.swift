@@ -1,15 +1,17 @@
+import Foundation
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
+import Synchronization
 
 extension Routes {
     mutating func addAuctions(_ auctions: AuctionHouse, events: EventRoutes) {
+        let encodings = AuctionEncodings()
         write("POST", "/auctions") { request in
             let new = try NewAuction(json: try request.json())
             return { () throws(DomainError) in
                 let auction = try auctions.create(new)
-                let id = auction["id"]?.stringValue ?? ""
-                return .json(auction, status: 201, headers: [("Location", "/auctions/\(id)")])
+                return .json(auction.json(at: auctions.now), status: 201, headers: [("Location", "/auctions/\(auction.id)")])
             }
         }
         add("GET", "/auctions") { request in
@@ -24,7 +26,8 @@ extension Routes {
                                    lastKey: page.entries.last?.id, request: request)
         }
         add("GET", "/auctions/{id}") { request in
-            Response(status: 200, headers: [("Content-Type", "application/json")], body: .shared(try auctions.encoded(request.parameter("id"))))
+            let auction = try auctions.get(request.parameter("id"))
+            return Response(status: 200, headers: [("Content-Type", "application/json")], body: .shared(encodings.bytes(of: auction, at: auctions.now)))
         }
         add("GET", "/auctions/{id}/bids") { request in
             let paging = try Paging(request)
@@ -45,13 +48,37 @@ extension Routes {
             let bid = try NewBid(json: try request.json())
             return { () throws(DomainError) in
                 let result = try auctions.bid(on: id, bid)
-                let bidId = result.bid["id"]?.stringValue ?? ""
-                return .json(["bid": result.bid, "auction": result.auction], status: 201,
-                             headers: [("Location", "/auctions/\(id)/bids/\(bidId)")])
+                return .json(["bid": result.bid.json, "auction": result.auction.json(at: auctions.now)], status: 201,
+                             headers: [("Location", "/auctions/\(id)/bids/\(result.bid.id)")])
             }
         }
         add("GET", "/auctions/{id}/events") { request in
             try events.stream(request, topics: [AuctionHouse.topic(request.parameter("id"))])
         }
+    }
+}
+
+/// Each auction's JSON bytes, encoded once for each state a reader can see (status, bid count and
+/// the whole seconds left): every `GET /auctions/{id}` between two changes shares them, and the
+/// server keeps the finished response for shared bytes.
+final class AuctionEncodings: Sendable {
+    private struct Encoding {
+        let status: Auction.Status
+        let bids: Int
+        let remaining: Int?
+        let bytes: [UInt8]
+    }
+
+    private let encodings = Mutex<[String: Encoding]>([:])
+
+    func bytes(of auction: Auction, at now: Date) -> [UInt8] {
+        let remaining = auction.countdown.remaining(at: now)
+        if let kept = encodings.withLock({ $0[auction.id] }), kept.status == auction.status, kept.bids == auction.bids.count,
+           kept.remaining == remaining {
+            return kept.bytes
+        }
+        let bytes = auction.json(at: now).bytes
+        encodings.withLock { $0[auction.id] = Encoding(status: auction.status, bids: auction.bids.count, remaining: remaining, bytes: bytes) }
+        return bytes
     }
 }

@@ -4,10 +4,13 @@ import HeraldJSON
 
 extension Routes {
     mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
-        add("GET", "/currency") { _ in .json(currency.get()) }
+        add("GET", "/currency") { _ in .json(currency.value.json) }
         write("PUT", "/currency") { request in
-            let json = try request.json()
-            return { () throws(DomainError) in .json(try currency.set(json: json)) }
+            let wanted = try Currency(json: try request.json())
+            return { () throws(DomainError) in
+                try currency.set(wanted)
+                return .json(wanted.json)
+            }
         }
         add("GET", "/currency/events") { request in try events.stream(request, topics: [CurrencySetting.topic]) }
     }

@@ -7,7 +7,7 @@ extension Routes {
         write("POST", "/notifications/{name}") { request in
             let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
             return { () throws(DomainError) in
-                let id = try journal.post(post.change(postedAt: Timestamp.format(journal.now)))
+                let id = try journal.post(post.entry(postedAt: Timestamp.format(journal.now)))
                 return .json(["id": .string(String(id ?? 0))], status: 202)
             }
         }

@@ -22,14 +22,14 @@ extension Routes {
         write("PATCH", "/trips/{id}") { request in
             let id = request.parameter("id")
             _ = try trips.get(id)
-            let json = try request.json(), locale = request.locale
-            return { () throws(DomainError) in .json(try trips.patch(id, json: json).json(locale: locale)) }
+            let patch = try TripPatch(json: try request.json()), locale = request.locale
+            return { () throws(DomainError) in .json(try trips.setActualDeparture(id, to: patch.actualDeparture).json(locale: locale)) }
         }
         write("POST", "/trips/{id}/delay") { request in
             let id = request.parameter("id")
             _ = try trips.get(id)
-            let json = try request.json(), locale = request.locale
-            return { () throws(DomainError) in .json(try trips.delay(id, json: json).json(locale: locale)) }
+            let delay = try TripDelay(json: try request.json()), locale = request.locale
+            return { () throws(DomainError) in .json(try trips.delay(id, bySeconds: delay.seconds).json(locale: locale)) }
         }
         add("GET", "/trips/{id}/events") { request in
             try events.stream(request, topics: [TripBoard.topic(request.parameter("id"))])
@@ -44,7 +44,7 @@ extension Request {
         let tag = query("locale") ?? header("Accept-Language").flatMap(Self.firstLanguage)
         guard let tag, !tag.isEmpty, tag != "*", tag.utf8.count <= 35,
               tag.utf8.allSatisfy({ $0 == 0x2D || $0 == 0x5F || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) })
-        else { return TripBoard.eventLocale }
+        else { return Trip.eventLocale }
         return TripDisplay.supported(Locale(identifier: tag.replacingOccurrences(of: "-", with: "_")))
     }
 

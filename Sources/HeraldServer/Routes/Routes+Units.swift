@@ -10,13 +10,13 @@ extension Routes {
             return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
         add("GET", "/units/events") { request in try events.stream(request, topics: [UnitStore.collectionTopic]) }
-        add("GET", "/units/{id}") { request in .json(try units.get(request.parameter("id"))) }
+        add("GET", "/units/{id}") { request in .json(try units.get(request.parameter("id")).json) }
         write("PUT", "/units/{id}") { request in
-            let id = request.parameter("id"), json = try request.json()
+            let id = request.parameter("id")
+            let unit = try HeraldDomain.Unit(id: id, json: try request.json())
             return { () throws(DomainError) in
-                let result = try units.put(id: id, json: json)
-                return .json(result.unit, status: result.created ? 201 : 200,
-                             headers: result.created ? [("Location", "/units/\(id)")] : [])
+                let created = try units.put(unit)
+                return .json(unit.json, status: created ? 201 : 200, headers: created ? [("Location", "/units/\(id)")] : [])
             }
         }
         write("DELETE", "/units/{id}") { request in

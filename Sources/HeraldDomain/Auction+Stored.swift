@@ -1,17 +1,5 @@
 import Foundation
 
-/// What a change of an auction asks the store to write: the auction's own fields, and the bid it
-/// added (appended; stored bids are never rewritten).
-public struct AuctionWrite: Sendable {
-    public let auction: Auction
-    public let newBid: Bid?
-
-    public init(auction: Auction, newBid: Bid? = nil) {
-        self.auction = auction
-        self.newBid = newBid
-    }
-}
-
 extension Auction {
     /// An auction as it was stored: its fields, its bids in order, and its countdown's deadline.
     public init(id: String, item: String, startingPrice: Int64, createdAt: Date, status: Status, countdownSeconds: Int,

@@ -1,16 +1,17 @@
 import Foundation
+import HeraldDomain
 
 /// A trip's display strings in one locale (times in UTC): date in short style, times in short style,
 /// duration short ("16 min"), delay in full style ("5 minutes delay"), no delay when on time.
-public struct TripDisplay: Sendable, Equatable {
-    public let date: String
-    public let departure: String
-    public let actualDeparture: String
-    public let arrival: String
-    public let duration: String
-    public let delay: String?
+struct TripDisplay: Sendable, Equatable {
+    let date: String
+    let departure: String
+    let actualDeparture: String
+    let arrival: String
+    let duration: String
+    let delay: String?
 
-    public init(trip: Trip, locale: Locale) {
+    init(trip: Trip, locale: Locale) {
         let utc = TimeZone(identifier: "UTC") ?? .gmt
         let dateStyle = Date.FormatStyle(date: .numeric, time: .omitted, locale: locale, timeZone: utc)
         let timeStyle = Date.FormatStyle(date: .omitted, time: .shortened, locale: locale, timeZone: utc)
@@ -31,7 +32,7 @@ public struct TripDisplay: Sendable, Equatable {
 
     /// The locale display strings are made in: `locale` when Herald has a delay template in its
     /// language, else en_US, so a trip never reads half in one language and half in another.
-    public static func supported(_ locale: Locale) -> Locale {
+    static func supported(_ locale: Locale) -> Locale {
         let language = locale.language.languageCode?.identifier ?? ""
         return templates[language] == nil ? Locale(identifier: "en_US") : locale
     }

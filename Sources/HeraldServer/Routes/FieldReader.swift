@@ -1,4 +1,5 @@
 import Foundation
+import HeraldDomain
 import HeraldJSON
 
 /// Reads and checks the fields of a JSON request body, collecting every problem before it throws.

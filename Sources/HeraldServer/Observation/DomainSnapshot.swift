@@ -1,0 +1,45 @@
+import HeraldDomain
+import HeraldJSON
+import HeraldStore
+
+/// What the store holds, read into domain values: what the domain restores at start, and reloads
+/// after a batch the store refused. A record that does not read stops the start with a message.
+struct DomainSnapshot {
+    var currency: Currency?
+    var trips: [Trip] = []
+    var units: [HeraldDomain.Unit] = []
+    var auctions: [Auction] = []
+
+    init(_ stored: StoredState) throws(StoreError) {
+        for (kind, entries) in stored.records {
+            for entry in entries {
+                let document: JSONValue
+                do {
+                    document = try JSONValue.parse(entry.document)
+                } catch {
+                    throw StoreError("the stored \(kind) '\(entry.id)' is not JSON (\(error.reason)): restore the data directory from a backup")
+                }
+                let unreadable = StoreError("the stored \(kind) '\(entry.id)' is unreadable: restore the data directory from a backup")
+                switch kind {
+                case Journal.RecordKind.unit:
+                    guard let unit = HeraldDomain.Unit(document: document) else { throw unreadable }
+                    units.append(unit)
+                case Journal.RecordKind.trip:
+                    guard let trip = Trip(document: document) else { throw unreadable }
+                    trips.append(trip)
+                case Journal.RecordKind.currency:
+                    guard let currency = document["default"]?.stringValue.flatMap(Currency.init(rawValue:)) else { throw unreadable }
+                    self.currency = currency
+                default:
+                    continue  // a kind this build does not know is kept, not read
+                }
+            }
+        }
+        for row in stored.auctions {
+            guard let auction = Journal.auction(row) else {
+                throw StoreError("the stored auction '\(row.id)' is unreadable: restore the data directory from a backup")
+            }
+            auctions.append(auction)
+        }
+    }
+}

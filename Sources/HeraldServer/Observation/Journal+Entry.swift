@@ -1,0 +1,107 @@
+import Foundation
+import HeraldDomain
+import HeraldJSON
+
+/// A piece of state to keep across restarts: `document` is all it takes to restore it.
+struct Record: Sendable {
+    let kind: String
+    let id: String
+    private let render: @Sendable () -> JSONValue?
+
+    /// The state, or nil when it is gone. Rendered when asked for, so a server without a store never
+    /// pays for it.
+    var document: JSONValue? { render() }
+
+    init(kind: String, id: String, document: @autoclosure @escaping @Sendable () -> JSONValue?) {
+        self.kind = kind
+        self.id = id
+        self.render = document
+    }
+}
+
+/// One entry of a collection subject (such as one unit in `units`).
+struct Member: Sendable {
+    let collection: String
+    let key: String
+    let value: JSONValue?
+}
+
+extension Journal {
+    /// Record kinds in the store.
+    enum RecordKind {
+        static let unit = "unit"
+        static let trip = "trip"
+        static let currency = "currency"
+    }
+
+    /// One change as the journal stores and publishes it: its event (name and payload), the values and
+    /// collection members it changes, and what the store keeps of it.
+    struct Entry: Sendable {
+        /// The subject the change belongs to, such as `auctions/7`.
+        let topic: String
+        /// The event's name, such as `bid`; nil for a change observers are not told of (a new auction).
+        let event: String?
+        /// The event's payload (without its topic).
+        var payload: JSONValue = [:]
+        /// Labels an observer's filter may use (changed field names, posting object).
+        var tags: [String] = []
+        /// Subjects whose current value changes: topic and new snapshot payload (nil: gone).
+        var values: [(topic: String, value: JSONValue?)] = []
+        var members: [Member] = []
+        var records: [Record] = []
+        /// An auction whose fields to store, and the bid it added (appended).
+        var auction: Auction?
+        var newBid: Bid?
+        /// False for news of the moment (a countdown's tick): published, never stored, never replayed.
+        var durable = true
+    }
+
+    /// How a domain event is published and stored. Payloads show domain values as clients see them
+    /// (`Presentation.swift`); trip strings are in `Trip.eventLocale`.
+    static func entry(for event: DomainEvent, at now: Date) -> Entry {
+        switch event {
+        case .auctionOpened(let auction):
+            let topic = AuctionHouse.topic(auction.id)
+            return Entry(topic: topic, event: nil, values: [(topic, ["auction": auction.json(at: now)])], auction: auction)
+        case .bidPlaced(let bid, let auction):
+            let topic = AuctionHouse.topic(auction.id), json = auction.json(at: now)
+            return Entry(topic: topic, event: "bid", payload: ["bid": bid.json, "auction": json], values: [(topic, ["auction": json])],
+                         auction: auction, newBid: bid)
+        case .countdownTicked(let auction, let remaining):
+            let topic = AuctionHouse.topic(auction.id)
+            return Entry(topic: topic, event: "tick", payload: [
+                "auctionId": .string(auction.id), "remainingSeconds": .integer(remaining),
+                "price": .int(auction.price), "leader": .optional(auction.leader),
+                "deadline": Timestamp.json(auction.countdown.deadline),
+            ], values: [(topic, ["auction": auction.json(at: now)])], durable: false)
+        case .auctionClosed(let auction):
+            let topic = AuctionHouse.topic(auction.id), json = auction.json(at: now)
+            return Entry(topic: topic, event: "closed", payload: ["auction": json, "winner": .optional(auction.winner)],
+                         values: [(topic, ["auction": json])], auction: auction)
+        case .unitSaved(let unit, let created):
+            let topic = UnitStore.topic(unit.id), json = unit.json
+            return Entry(topic: topic, event: "unit", payload: ["unit": json, "created": .bool(created)], values: [(topic, ["unit": json])],
+                         members: [Member(collection: UnitStore.collectionTopic, key: unit.id, value: json)],
+                         records: [Record(kind: RecordKind.unit, id: unit.id, document: unit.document)])
+        case .unitRemoved(let id):
+            let topic = UnitStore.topic(id)
+            return Entry(topic: topic, event: "removed", payload: ["id": .string(id)], values: [(topic, nil)],
+                         members: [Member(collection: UnitStore.collectionTopic, key: id, value: nil)],
+                         records: [Record(kind: RecordKind.unit, id: id, document: nil)])
+        case .currencyChanged(let currency, let previous):
+            return Entry(topic: CurrencySetting.topic, event: "currency",
+                         payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
+                         values: [(CurrencySetting.topic, currency.json)],
+                         records: [Record(kind: RecordKind.currency, id: "default", document: ["default": .string(currency.rawValue)])])
+        case .tripAdded(let trip):
+            let topic = TripBoard.topic(trip.id)
+            return Entry(topic: topic, event: nil, values: [(topic, ["trip": trip.json(locale: Trip.eventLocale)])],
+                         records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
+        case .tripMoved(let trip, let changed):
+            let topic = TripBoard.topic(trip.id), json = trip.json(locale: Trip.eventLocale)
+            return Entry(topic: topic, event: "trip", payload: ["trip": json, "changed": .array(changed.map { .string($0.rawValue) })],
+                         tags: changed.map(\.rawValue), values: [(topic, ["trip": json])],
+                         records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import HeraldDomain
+import HeraldJSON
+
+// How domain values look to clients: their JSON, with display strings and faces. The domain knows
+// none of this; the journal and the routes build it here.
+
+extension Timestamp {
+    /// An RFC 3339 string, or null.
+    static func json(_ date: Date?) -> JSONValue {
+        date.map { .string(format($0)) } ?? .null
+    }
+}
+
+extension Bid {
+    var json: JSONValue {
+        ["id": .string(id), "bidder": .string(bidder), "amount": .int(amount), "at": Timestamp.json(at)]
+    }
+}
+
+extension Auction {
+    /// The auction as seen at `now` (its seconds left).
+    func json(at now: Date) -> JSONValue {
+        [
+            "id": .string(id), "item": .string(item), "status": .string(status.rawValue),
+            "price": .int(price), "startingPrice": .int(startingPrice), "leader": .optional(leader),
+            "bidCount": .integer(bids.count), "countdownSeconds": .integer(countdown.seconds),
+            "remainingSeconds": .optional(countdown.remaining(at: now)), "deadline": Timestamp.json(countdown.deadline),
+            "winner": .optional(winner),
+            "createdAt": Timestamp.json(createdAt), "closedAt": Timestamp.json(closedAt),
+        ]
+    }
+}
+
+extension HeraldDomain.Unit.Status {
+    /// The face a view shows for the status.
+    var face: String {
+        switch self {
+        case .healthy: "🙂"
+        case .wounded: "🤕"
+        case .dead: "💀"
+        }
+    }
+}
+
+extension HeraldDomain.Unit {
+    var json: JSONValue {
+        ["id": .string(id), "name": .string(name), "status": .string(status.rawValue), "face": .string(status.face)]
+    }
+
+    /// What the store keeps of a unit.
+    var document: JSONValue { ["id": .string(id), "name": .string(name), "status": .string(status.rawValue)] }
+
+    /// A unit as it was stored; nil when it does not read.
+    init?(document: JSONValue) {
+        guard let id = document["id"]?.stringValue, let name = document["name"]?.stringValue,
+              let status = document["status"]?.stringValue.flatMap(HeraldDomain.Unit.Status.init(rawValue:)) else { return nil }
+        self.init(id: id, name: name, status: status)
+    }
+}
+
+extension Currency {
+    var json: JSONValue {
+        ["default": .string(rawValue), "available": .array(Currency.allCases.map { .string($0.rawValue) })]
+    }
+}
+
+extension Trip {
+    /// Events and snapshots carry display strings in this locale; `GET` and streams can ask for another.
+    static let eventLocale = Locale(identifier: "en_US")
+
+    func json(locale: Locale) -> JSONValue {
+        let display = TripDisplay(trip: self, locale: locale)
+        return [
+            "id": .string(id), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
+            "actualDeparture": Timestamp.json(actualDeparture), "durationSeconds": .integer(durationSeconds),
+            "delaySeconds": .integer(delaySeconds), "delayed": .bool(delayed),
+            "display": [
+                "locale": .string(locale.identifier), "date": .string(display.date), "departure": .string(display.departure),
+                "actualDeparture": .string(display.actualDeparture), "arrival": .string(display.arrival),
+                "duration": .string(display.duration), "delay": .optional(display.delay),
+            ],
+        ]
+    }
+
+    /// What the store keeps of a trip: its three times.
+    var document: JSONValue {
+        [
+            "id": .string(id), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
+            "actualDeparture": Timestamp.json(actualDeparture),
+        ]
+    }
+
+    /// A trip from its stored document (or a trip event's JSON); nil when it does not read.
+    init?(document: JSONValue) {
+        guard let id = document["id"]?.stringValue,
+              let departure = document["departure"]?.stringValue.flatMap(Timestamp.parse),
+              let arrival = document["arrival"]?.stringValue.flatMap(Timestamp.parse),
+              let actual = document["actualDeparture"]?.stringValue.flatMap(Timestamp.parse) else { return nil }
+        self.init(id: id, departure: departure, arrival: arrival, actualDeparture: actual)
+    }
+}

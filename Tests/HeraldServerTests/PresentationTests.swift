@@ -1,0 +1,131 @@
+import Foundation
+import HeraldDomain
+import HeraldJSON
+@testable import HeraldServer
+import HeraldTestSupport
+import Testing
+
+/// Trips' display strings, in the locales Herald speaks.
+@Suite struct TripDisplayTests {
+    func date(_ text: String) -> Date { Timestamp.parse(text) ?? .distantPast }
+
+    var trip: Trip {
+        Trip(id: "1", departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
+             actualDeparture: date("2015-10-09T13:14:53Z"))
+    }
+
+    @Test func displayStringsInEnglish() {
+        let display = TripDisplay(trip: trip, locale: Locale(identifier: "en_US"))
+        #expect(display.date == "10/9/2015")
+        // ICU puts a narrow no-break space before the day period.
+        #expect(display.departure == "1:09\u{202F}PM")
+        #expect(display.arrival == "1:26\u{202F}PM")
+        #expect(display.duration == "16 min")
+        #expect(display.delay == "5 minutes delay")
+    }
+
+    @Test func displayStringsInGerman() {
+        let display = TripDisplay(trip: trip, locale: Locale(identifier: "de_DE"))
+        #expect(display.date == "9.10.2015")
+        #expect(display.departure == "13:09")
+        #expect(display.duration == "16 Min.")
+        #expect(display.delay == "5 Minuten Verspätung")
+    }
+
+    @Test func noDelayStringWhenOnTime() {
+        let onTime = Trip(id: "1", departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
+                          actualDeparture: date("2015-10-09T13:09:53Z"))
+        #expect(TripDisplay(trip: onTime, locale: Locale(identifier: "en_US")).delay == nil)
+    }
+
+    @Test func aLanguageWithoutStringsIsEnglishAsAWhole() {
+        for tag in ["ja_JP", "pt_BR", "xx"] {
+            let locale = TripDisplay.supported(Locale(identifier: tag))
+            #expect(locale.identifier == "en_US")
+            #expect(TripDisplay(trip: trip, locale: locale).delay == "5 minutes delay")
+        }
+        #expect(TripDisplay.supported(Locale(identifier: "de_DE")).identifier == "de_DE")
+    }
+
+    @Test func aStoredTripReadsBackAsTheSameTrip() {
+        #expect(Trip(document: trip.document) == trip)
+        #expect(Trip(document: ["id": "1", "departure": "yesterday"]) == nil)
+    }
+}
+
+/// Request bodies become typed commands; every invalid field is named at once.
+@Suite struct CommandTests {
+    @Test func newAuctionAndBid() throws {
+        #expect(try NewAuction(json: ["item": "x"]) == NewAuction(item: "x", countdownSeconds: 7, startingPrice: 0))
+        do {
+            _ = try NewAuction(json: ["item": "", "countdownSeconds": 0, "startingPrice": "5"])
+            Issue.record("invalid values must be refused")
+        } catch {
+            #expect(error.kind == .invalid)
+            #expect(Set(error.fields.map(\.field)) == ["item", "countdownSeconds", "startingPrice"])
+        }
+        #expect(throws: DomainError.self) { try NewAuction(json: ["item": "x", "countdownSeconds": 3601]) }
+        #expect(throws: DomainError.self) { try NewBid(json: ["bidder": "ann", "amount": .double(1.5)]) }
+        #expect(throws: DomainError.self) { try NewBid(json: ["bidder": "ann", "amount": .bool(true)]) }
+        #expect(throws: DomainError.self) { try NewBid(json: [.int(1)]) }
+    }
+
+    @Test func unitsAndCurrency() throws {
+        #expect(try HeraldDomain.Unit(id: "a", json: ["name": "Alpha", "status": "healthy"]) == HeraldDomain.Unit(id: "a", name: "Alpha", status: .healthy))
+        do {
+            _ = try HeraldDomain.Unit(id: "bad id!", json: ["name": "", "status": "asleep"])
+            Issue.record("invalid values must be refused")
+        } catch {
+            #expect(Set(error.fields.map(\.field)) == ["id", "name", "status"])
+        }
+        #expect(try Currency(json: ["default": "euro"]) == .euro)
+        do {
+            _ = try Currency(json: ["default": "yen"])
+            Issue.record("an unknown currency must be refused")
+        } catch {
+            #expect(error.fields.first?.message.contains("gramGold") == true)
+        }
+    }
+
+    @Test func trips() throws {
+        #expect(throws: DomainError.self) { try NewTrip(json: ["departure": "2015-10-09T13:26:33Z", "arrival": "2015-10-09T13:09:53Z"]) }
+        #expect(throws: DomainError.self) { try NewTrip(json: ["departure": "yesterday", "arrival": "2015-10-09T13:09:53Z"]) }
+        #expect(throws: DomainError.self) { try TripDelay(json: ["deltaSeconds": 0]) }
+        #expect(throws: DomainError.self) { try TripDelay(json: ["deltaSeconds": 86_401]) }
+        #expect(try TripDelay(json: ["deltaSeconds": -60]).seconds == -60)
+        #expect(throws: DomainError.self) {
+            try TripPatch(json: ["actualDeparture": "2015-10-09T13:19:53Z", "departure": "2015-10-09T13:00:00Z"])
+        }
+        #expect(try TripPatch(json: ["actualDeparture": "2015-10-09T13:19:53Z"]).actualDeparture == Timestamp.parse("2015-10-09T13:19:53Z"))
+    }
+}
+
+/// `GET /auctions/{id}` shares one encoding between changes, and it is always the current one.
+@Suite struct AuctionEncodingTests {
+    @Test func theEncodedAuctionIsAlwaysTheCurrentOne() throws {
+        let clock = ManualClock()
+        let house = AuctionHouse(clock: clock, sink: InlineSink())
+        let encodings = AuctionEncodings()
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 3)).id
+        func encoded() throws -> JSONValue { try JSONValue.parse(encodings.bytes(of: try house.get(id), at: clock.now)) }
+        func current() throws -> [UInt8] { try house.get(id).json(at: clock.now).bytes }
+        #expect(try encodings.bytes(of: house.get(id), at: clock.now) == current())
+        _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 10))
+        #expect(try encoded()["bidCount"] == .int(1))
+        #expect(try encoded()["remainingSeconds"] == .int(3))
+        clock.advance(by: 1)
+        #expect(try encoded()["remainingSeconds"] == .int(2))
+        _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 20))
+        #expect(try encoded()["price"] == .int(20) && encoded()["leader"] == .string("bob"))
+        clock.advance(by: 3)
+        #expect(try encoded()["status"] == .string("closed") && encoded()["winner"] == .string("bob"))
+        #expect(try encodings.bytes(of: house.get(id), at: clock.now) == current())
+    }
+}
+
+/// A sink that takes every change and keeps nothing.
+private final class InlineSink: ChangeSink {
+    func publish(_ event: DomainEvent) {}
+    func seed(_ states: [DomainState]) {}
+    func perform(_ work: @escaping @Sendable () -> Void) { work() }
+}
