@@ -491,7 +491,7 @@ paths:
       summary: The units in id order, a page at a time (`after` is a unit id; any string is a place in that order).
       parameters:
         - $ref: "#/components/parameters/Limit"
-        - $ref: "#/components/parameters/After"
+        - $ref: "#/components/parameters/AfterUnit"
       responses:
         "200":
           description: The units.
@@ -928,7 +928,12 @@ components:
     After:
       name: after
       in: query
-      description: "The cursor: the id of the previous page's last entry; the page starts after it. Take it from `next`."
+      description: "The cursor: the id of the previous page's last entry (a whole number); the page starts after it. Take it from `next`."
+      schema: { type: string, pattern: "^[0-9]{1,18}$" }
+    AfterUnit:
+      name: after
+      in: query
+      description: "The cursor: the id of the previous page's last unit; the page starts with the next id in order (any string is a place in that order). Take it from `next`."
       schema: { type: string }
     Status:
       name: status
