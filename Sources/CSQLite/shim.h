@@ -15,4 +15,12 @@ static inline int csqlite_bind_blob(sqlite3_stmt *statement, int index, const vo
     return sqlite3_bind_blob(statement, index, bytes, length, SQLITE_TRANSIENT);
 }
 
+/* sqlite3_config is variadic, which Swift cannot call. Herald's store has one connection, used by one
+   thread at a time: SQLite need not count its memory, which takes a global mutex at every allocation.
+   Returns SQLITE_MISUSE when SQLite is already initialized (then it changes nothing). */
+static inline int csqlite_stop_counting_memory(void)
+{
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 #endif

@@ -23,7 +23,11 @@ public final class SQLiteStore: Sendable {
     /// Opens (creating if needed) the store in `directory`, migrating it to the current schema.
     /// Refuses a directory it cannot write, a file that is not a Herald database, a database from a
     /// newer Herald, and a directory another Herald has open.
+    /// Before SQLite's first use: it need not count memory (a global mutex at every allocation).
+    private static let configured: Bool = csqlite_stop_counting_memory() == SQLITE_OK
+
     public init(directory: String, synchronous: Synchronous = .normal) throws(StoreError) {
+        _ = Self.configured
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
