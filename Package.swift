@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "HeraldJSON"),
         .target(name: "HeraldStore", dependencies: ["CSQLite", "HeraldJSON"]),
         .target(name: "HeraldCore", dependencies: ["HeraldJSON"]),
-        .target(name: "HeraldDomain", dependencies: ["HeraldJSON"]),
+        .target(name: "HeraldDomain"),
         .target(
             name: "HeraldHTTP",
             dependencies: ["CMicroHTTPD", "CLinux", "HeraldJSON", .product(name: "Logging", package: "swift-log")]
@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON"]),
-        .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldJSON"]),
+        .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldTestSupport"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore"]),
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
         .testTarget(

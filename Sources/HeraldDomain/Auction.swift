@@ -1,5 +1,4 @@
 import Foundation
-import HeraldJSON
 
 /// One accepted bid.
 public struct Bid: Sendable, Equatable {
@@ -40,12 +39,13 @@ public struct Auction: Sendable {
     /// Accepts a bid if the auction is open and the amount is high enough.
     public mutating func place(bidder: String, amount: Int64, at now: Date) throws(DomainError) -> Bid {
         guard status == .open else {
-            throw DomainError(.conflict, "auction '\(id)' is closed", extra: [("price", .int(price)), ("winner", .optional(winner))])
+            throw DomainError(.conflict, "auction '\(id)' is closed",
+                              auction: AuctionConflict(price: price, minimumBid: nil, closed: true, winner: winner))
         }
         guard amount >= minimumBid else {
             let rule = bids.isEmpty ? "at least the starting price \(startingPrice)" : "higher than the current price \(price)"
             throw DomainError(.conflict, "a bid of \(amount) is too low: it must be \(rule)",
-                              extra: [("price", .int(price)), ("minimumBid", .int(minimumBid))])
+                              auction: AuctionConflict(price: price, minimumBid: minimumBid, closed: false, winner: nil))
         }
         let bid = Bid(id: String(bids.count + 1), bidder: bidder, amount: amount, at: now)
         bids.append(bid)

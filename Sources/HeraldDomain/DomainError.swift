@@ -1,5 +1,3 @@
-import HeraldJSON
-
 /// One invalid field of a request.
 public struct FieldError: Sendable, Equatable {
     public let field: String
@@ -29,16 +27,16 @@ public struct DomainError: Error, Sendable, Equatable {
     public let kind: Kind
     public let message: String
     public var fields: [FieldError] = []
-    /// Extra members for the problem document, such as the current price of a refused bid.
-    public var extra: [(String, JSONValue)] = []
+    /// What a refused bid needs to know to try again.
+    public var auction: AuctionConflict?
     /// What went wrong underneath (the store's error), for the log only: never sent to a client.
     public var cause: String?
 
-    public init(_ kind: Kind, _ message: String, fields: [FieldError] = [], extra: [(String, JSONValue)] = [], cause: String? = nil) {
+    public init(_ kind: Kind, _ message: String, fields: [FieldError] = [], auction: AuctionConflict? = nil, cause: String? = nil) {
         self.kind = kind
         self.message = message
         self.fields = fields
-        self.extra = extra
+        self.auction = auction
         self.cause = cause
     }
 
@@ -48,5 +46,21 @@ public struct DomainError: Error, Sendable, Equatable {
 
     public static func notFound(_ what: String, _ id: String) -> DomainError {
         DomainError(.notFound, "no \(what) with id '\(id)'")
+    }
+}
+
+/// The state of an auction that refused a bid: its price, and either the lowest bid it takes or (when
+/// closed) its winner.
+public struct AuctionConflict: Sendable, Equatable {
+    public let price: Int64
+    public let minimumBid: Int64?
+    public let closed: Bool
+    public let winner: String?
+
+    public init(price: Int64, minimumBid: Int64?, closed: Bool, winner: String?) {
+        self.price = price
+        self.minimumBid = minimumBid
+        self.closed = closed
+        self.winner = winner
     }
 }

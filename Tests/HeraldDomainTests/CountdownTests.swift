@@ -1,6 +1,5 @@
 import Foundation
 import HeraldDomain
-import HeraldJSON
 import HeraldTestSupport
 import Testing
 
@@ -87,7 +86,7 @@ import Testing
             Issue.record("an equal bid must be refused")
         } catch {
             #expect(error.kind == .conflict)
-            #expect(error.extra.first { $0.0 == "price" }?.1 == .int(100))
+            #expect(error.auction == AuctionConflict(price: 100, minimumBid: 101, closed: false, winner: nil))
         }
         _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 101))
         #expect(try house.bids(on: id).count == 2)

@@ -1,6 +1,5 @@
 import Foundation
 @testable import HeraldDomain
-import HeraldJSON
 import HeraldTestSupport
 import Synchronization
 import Testing

@@ -1,6 +1,5 @@
 import Foundation
 import HeraldDomain
-import HeraldJSON
 import Testing
 
 @Suite struct TripTests {

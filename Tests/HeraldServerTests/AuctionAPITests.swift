@@ -49,6 +49,7 @@ import Testing
         #expect(low.status == 409)
         #expect(low.header("Content-Type") == "application/problem+json")
         #expect(low.json["price"] as? Int == 100)
+        #expect(low.json["minimumBid"] as? Int == 101)
         #expect(low.json["title"] as? String == "Conflict")
         let bids = try client.get("/auctions/\(id)/bids").json["bids"] as? [[String: Any]]
         #expect(bids?.map { $0["amount"] as? Int } == [100])
@@ -79,6 +80,8 @@ import Testing
         let refused = try client.post("/auctions/\(id)/bids", #"{"bidder":"bob","amount":50}"#)
         #expect(refused.status == 409)
         #expect((refused.json["detail"] as? String)?.contains("closed") == true)
+        #expect(refused.json["price"] as? Int == 5 && refused.json["winner"] as? String == "ann", "what the bidder needs to know")
+        #expect(refused.json["minimumBid"] == nil)
         #expect(try client.get("/auctions/\(id)/bids").json["bids"].map { ($0 as? [Any])?.count } == 1)
     }
 

@@ -64,18 +64,23 @@ extension Problem {
     /// The problem for a domain refusal: 404 unknown id, 409 conflict, 422 invalid values, 503 a store
     /// that cannot write now (busy, full, read-only), 500 a damaged one.
     init(_ error: DomainError) {
+        // A refused bid says the price, and the lowest bid that would be taken or the winner.
+        let extra: [(String, JSONValue)] = error.auction.map { auction in
+            [("price", .int(auction.price))]
+                + (auction.closed ? [("winner", .optional(auction.winner))] : auction.minimumBid.map { [("minimumBid", .int($0))] } ?? [])
+        } ?? []
         switch error.kind {
         case .notFound:
-            self.init(status: 404, detail: error.message, extra: error.extra)
+            self.init(status: 404, detail: error.message, extra: extra)
         case .conflict:
-            self.init(status: 409, detail: error.message, extra: error.extra)
+            self.init(status: 409, detail: error.message, extra: extra)
         case .unavailable:
             self.init(status: 503, detail: error.message, headers: [("Retry-After", "1")])
         case .failed:
             self.init(status: 500, detail: error.message)
         case .invalid:
             let fields = error.fields.map { JSONValue.object([("field", .string($0.field)), ("message", .string($0.message))]) }
-            self.init(status: 422, detail: error.message, extra: [("errors", .array(fields))] + error.extra)
+            self.init(status: 422, detail: error.message, extra: [("errors", .array(fields))] + extra)
         }
     }
 }
