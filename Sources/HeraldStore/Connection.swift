@@ -102,6 +102,13 @@ final class Connection {
         inBatch = true
     }
 
+    /// Records `sequence` as the last event id given out.
+    func writeSequence(_ sequence: UInt64) throws(StoreError) {
+        let update = try statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
+        try update.bind(1, Int64(sequence))
+        try update.run()
+    }
+
     /// Undoes the whole batch.
     func rollbackBatch() {
         guard inBatch else { return }
@@ -116,11 +123,7 @@ final class Connection {
         inBatch = false
         defer { batchSequence = nil }
         do {
-            if let batchSequence {
-                let update = try statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
-                try update.bind(1, Int64(batchSequence))
-                try update.run()
-            }
+            if let batchSequence { try writeSequence(batchSequence) }
             try statement("COMMIT").run()
         } catch {
             try? execute("ROLLBACK")

@@ -20,12 +20,12 @@ public final class SQLiteStore: Sendable {
     /// The write-ahead log, opened for `syncLog()`: its descriptor and inode.
     private let log = Mutex<(descriptor: Int32, inode: UInt)?>(nil)
 
-    /// Opens (creating if needed) the store in `directory`, migrating it to the current schema.
-    /// Refuses a directory it cannot write, a file that is not a Herald database, a database from a
-    /// newer Herald, and a directory another Herald has open.
     /// Before SQLite's first use: it need not count memory (a global mutex at every allocation).
     private static let configured: Bool = csqlite_stop_counting_memory() == SQLITE_OK
 
+    /// Opens (creating if needed) the store in `directory`, migrating it to the current schema.
+    /// Refuses a directory it cannot write, a file that is not a Herald database, a database from a
+    /// newer Herald, and a directory another Herald has open.
     public init(directory: String, synchronous: Synchronous = .normal) throws(StoreError) {
         _ = Self.configured
         do {
@@ -78,9 +78,6 @@ public final class SQLiteStore: Sendable {
             try connection.commitBatch()
         }
     }
-
-    /// Whether a batch is open.
-    public var inBatch: Bool { connection.withLock { $0.inBatch } }
 
     /// Tests set this to make the next batch commit fail as a full disk would, after every change in
     /// the batch was written (nothing else can make COMMIT alone fail on demand).
@@ -201,11 +198,7 @@ public final class SQLiteStore: Sendable {
                     try insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
                     // In a batch, the sequence is written once, when the batch commits.
-                    if !connection.inBatch {
-                        let sequence = try connection.statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
-                        try sequence.bind(1, Int64(event.id))
-                        try sequence.run()
-                    }
+                    if !connection.inBatch { try connection.writeSequence(event.id) }
                 }
                 if let auction {
                     let upsert = try connection.statement("""

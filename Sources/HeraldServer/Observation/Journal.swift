@@ -11,8 +11,9 @@ import Synchronization
 /// so a 2xx always means stored, and every observer sees what the store holds.
 ///
 /// Changes run on the `writer`, the only source of sequence numbers. On the writer, a change's event
-/// waits until its batch is finished (`finishBatch`: the store's log synced once for the batch, then
-/// every event published in order), so no observer sees a change before it is durable.
+/// waits until its batch is finished (`finishBatch`: the batch's one transaction committed, the log
+/// synced once with `--sync full`, then every event published in order), so no observer sees a change
+/// before it is durable.
 final class Journal: ChangeSink {
     /// Published events, for the routes that read it; nothing outside this module publishes on it.
     let hub: Hub
@@ -31,11 +32,10 @@ final class Journal: ChangeSink {
         case values([Hub.Update])
     }
 
-    /// The writer's current batch: what it will publish, whether it stored anything, and the last
-    /// sequence number before it when it opened a store transaction.
+    /// The writer's current batch: what it will publish, and the last sequence number before it once
+    /// it opened a store transaction (nil: it stored nothing).
     private struct Batch {
         var publications: [Publication] = []
-        var stored = false
         var sequenceBefore: UInt64?
     }
 
@@ -96,7 +96,7 @@ final class Journal: ChangeSink {
             defer { batch = Batch() }
             return batch
         }
-        let (publications, stored) = (taken.publications, taken.stored)
+        let publications = taken.publications
         if let before = taken.sequenceBefore, let store {
             do throws(StoreError) {
                 try store.commitBatch()
@@ -109,7 +109,7 @@ final class Journal: ChangeSink {
             }
         }
         var failure: DomainError?
-        if stored, let store, store.synchronous == .full {
+        if taken.sequenceBefore != nil, let store, store.synchronous == .full {
             do throws(StoreError) {
                 try store.syncLog()
             } catch {
@@ -125,12 +125,9 @@ final class Journal: ChangeSink {
 
     /// Publishes at the end of the writer's batch, or at once for a caller that is not the writer
     /// (a test driving the domain directly).
-    private func emit(_ publication: Publication, stored: Bool) {
+    private func emit(_ publication: Publication) {
         if writer.isCurrentThread {
-            batch.withLock { batch in
-                batch.publications.append(publication)
-                batch.stored = batch.stored || stored
-            }
+            batch.withLock { $0.publications.append(publication) }
             return
         }
         apply(publication)
@@ -157,7 +154,7 @@ final class Journal: ChangeSink {
             let data = Self.data(topic: change.topic, payload: change.payload)
             sequence.withLock { last in
                 emit(.event(id: last, durable: false, topic: change.topic, name: name, tags: change.tags,
-                            updates: Self.updates(change.values, change.members), data: data), stored: false)
+                            updates: Self.updates(change.values, change.members), data: data))
             }
             return nil
         }
@@ -188,12 +185,11 @@ final class Journal: ChangeSink {
             }
             let updates = Self.updates(change.values, change.members)
             guard let name = change.event, let data else {
-                emit(.values(updates), stored: store != nil)
+                emit(.values(updates))
                 return nil
             }
             last = id
-            emit(.event(id: id, durable: true, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data),
-                 stored: store != nil)
+            emit(.event(id: id, durable: true, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data))
             return id
         }
     }

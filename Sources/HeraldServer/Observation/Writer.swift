@@ -4,9 +4,9 @@ import HeraldDomain
 import Synchronization
 
 /// The one thread that changes state. Requests and timers queue their changes here; the writer takes
-/// every change queued since its last batch, runs them in order (each stored as it runs), then
-/// finishes the batch (one sync of the store's log for all of them, then their events published in
-/// order) and only then answers each. The thread that serves HTTP never waits for the disk, and
+/// every change queued since its last batch, runs them in order (each a savepoint of the batch's one
+/// store transaction), then finishes the batch (one commit and, with `--sync full`, one sync of the
+/// store's log for all of them, then their events published in order) and only then answers each. The thread that serves HTTP never waits for the disk, and
 /// while the writer syncs, the changes that arrive meanwhile make its next batch.
 final class Writer: Sendable {
     /// One queued change: runs on the writer, and returns what to call once its batch is finished
