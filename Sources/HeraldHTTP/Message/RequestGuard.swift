@@ -50,7 +50,7 @@ public struct RequestGuard: Sendable {
             }
         }
         if contentLengths.count > 1 { throw Self.refuse(400, "more than one Content-Length") }
-        if let length = contentLengths.first, length.isEmpty || !length.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+        if let length = contentLengths.first, !length.isASCIIDigits {
             throw Self.refuse(400, "Content-Length must be digits, not '\(Self.printable(length))'")
         }
         if hosts.count > 1 { throw Self.refuse(400, "more than one Host header") }

@@ -56,7 +56,7 @@ struct EventRoutes: Sendable {
     private func resumePoint(_ request: Request) throws -> ResumePoint {
         if let last = request.header("Last-Event-ID") ?? request.query("lastEventId") {
             let digits = last.trimmingSpacesAndTabs
-            guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let id = UInt64(digits) else { return .unknown }
+            guard digits.isASCIIDigits, let id = UInt64(digits) else { return .unknown }
             return .after(id)
         }
         switch request.query("snapshot") {

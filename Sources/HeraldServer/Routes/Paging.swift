@@ -21,7 +21,7 @@ struct Paging {
             limit = Self.defaultLimit
             return
         }
-        guard !text.isEmpty, text.utf8.count <= 4, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+        guard text.utf8.count <= 4, text.isASCIIDigits,
               let limit = Int(text), (1...Self.maximumLimit).contains(limit) else {
             throw Problem(status: 400, detail: "limit must be a whole number from 1 to \(Self.maximumLimit), not '\(text)'")
         }
@@ -32,7 +32,7 @@ struct Paging {
     /// not a whole number.
     func numericAfter() throws -> Int {
         guard let after else { return 0 }
-        guard !after.isEmpty, after.utf8.count <= 18, after.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(after) else {
+        guard after.utf8.count <= 18, after.isASCIIDigits, let number = Int(after) else {
             throw Problem(status: 400, detail: "after must be the id of an entry of the previous page, a whole number, not '\(after)'")
         }
         return number

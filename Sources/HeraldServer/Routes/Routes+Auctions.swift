@@ -37,7 +37,7 @@ extension Routes {
         add("GET", "/auctions/{id}/bids/{bid}") { request in
             let id = request.parameter("id"), bidId = request.parameter("bid")
             guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
-            guard bidId.utf8.count <= 18, bidId.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(bidId) else {
+            guard bidId.utf8.count <= 18, bidId.isASCIIDigits, let number = Int(bidId) else {
                 throw DomainError.notFound("bid", bidId)
             }
             return .json(try auctions.bid(number, on: id).json)
