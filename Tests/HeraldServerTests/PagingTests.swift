@@ -84,12 +84,15 @@ import Testing
         let id = try server.auction()
         for path in ["/units?limit=0", "/units?limit=1001", "/units?limit=-1", "/units?limit=ten", "/units?limit=",
                      "/auctions?after=x", "/auctions/\(id)/bids?after=-1", "/trips?after=1.5", "/auctions?status=pending",
-                     "/auctions?limit=99999999999999999999"] {
+                     "/auctions?limit=99999999999999999999",
+                     // schemathesis sent an empty cursor: a numeric list refuses it, as openapi.yaml's pattern says
+                     "/auctions?after=", "/auctions/\(id)/bids?after=", "/trips?limit=100&after="] {
             let response = try client.get(path)
             #expect(response.status == 400, "\(path)")
             #expect(response.header("Content-Type") == "application/problem+json", "\(path)")
         }
         #expect(try client.get("/units?limit=1000").status == 200)
+        #expect(try client.get("/units?after=").status == 200, "a unit cursor is any string, the empty one first of all")
         #expect(try client.get("/auctions/999/bids?limit=5").status == 404)
     }
 }

@@ -108,6 +108,38 @@ import Testing
         }
     }
 
+    /// `?limit=` and `?after=` either read as documented or are refused with 400.
+    @Test func pagingReadsItsArgumentsOrRefusesThem() {
+        fuzz(["100", "1", "1000", "0", "18446744073709551616", "-1", "1e3", " 5", "٣"], salt: 6) { bytes in
+            let value = String(decoding: bytes, as: UTF8.self)
+            let request = Request(method: "GET", path: "/units", query: [("limit", value), ("after", value)])
+            do {
+                let paging = try Paging(request)
+                #expect((1...Paging.maximumLimit).contains(paging.limit), "limit \(value)")
+                #expect(value.isASCIIDigits)
+                #expect(try paging.numericAfter() == Int(value))
+            } catch let problem as Problem {
+                #expect(problem.status == 400)
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+        }
+    }
+
+    /// HTTP's optional whitespace is trimmed at both ends and nothing else is touched.
+    @Test func trimmingTakesOnlySpacesAndTabsFromTheEnds() {
+        fuzz([" a ", "\tb\t", "  ", "", "a b", "\u{A0}x\u{A0}", " \r\n "], salt: 7) { bytes in
+            let value = String(decoding: bytes, as: UTF8.self)
+            let trimmed = value.trimmingSpacesAndTabs
+            let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+            #expect(!(trimmed.utf8.first.map(isSpace) ?? false) && !(trimmed.utf8.last.map(isSpace) ?? false))
+            let leading = value.utf8.prefix(while: isSpace).count
+            let kept = Array(value.utf8.dropFirst(leading))
+            #expect(Array(trimmed.utf8) == Array(kept.prefix(trimmed.utf8.count)), "a middle part of \(value.debugDescription)")
+            #expect(kept.dropFirst(trimmed.utf8.count).allSatisfy(isSpace))
+        }
+    }
+
     @Test func routingNeverTraps() {
         var router = Router()
         for pattern in ["/auctions", "/auctions/{id}", "/auctions/{id}/bids", "/auctions/{id}/bids/{bid}", "/units/events", "/units/{id}"] {
