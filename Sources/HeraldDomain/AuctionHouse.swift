@@ -33,12 +33,7 @@ public final class AuctionHouse: Sendable {
     public func restore(_ auctions: [Auction]) throws(DomainError) {
         try state.withLock { state throws(DomainError) in
             let now = clock.now
-            for auction in auctions.sorted(by: { (Int($0.id) ?? 0, $0.id) < (Int($1.id) ?? 0, $1.id) }) {
-                state.entries[auction.id] = Entry(auction: auction)
-                state.order.append(auction.id)
-                state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
-                sink.seed([.auction(auction)])
-            }
+            replace(&state, with: auctions)
             for id in state.order {
                 guard var entry = state.entries[id], entry.auction.status == .open, entry.auction.countdown.isRunning else { continue }
                 let action = entry.auction.countdown.resume(at: now)
@@ -57,23 +52,30 @@ public final class AuctionHouse: Sendable {
     /// once now, where changes are made: it ticks on, or closes one whose deadline has passed.
     public func reload(_ auctions: [Auction]) {
         state.withLock { state in
-            for entry in state.entries.values { entry.timer?.cancel() }
-            state.entries = [:]
-            state.order = []
-            state.nextId = 1
+            replace(&state, with: auctions)
+            guard !state.stopped else { return }
             let now = clock.now
-            for auction in auctions.sorted(by: { (Int($0.id) ?? 0, $0.id) < (Int($1.id) ?? 0, $1.id) }) {
-                var entry = Entry(auction: auction)
-                if !state.stopped, auction.status == .open, auction.countdown.isRunning {
-                    let (id, generation) = (auction.id, auction.countdown.generation)
-                    entry.timer = clock.schedule(at: now) { [weak self] in self?.fireWhereChangesAreMade(id, generation: generation) }
-                }
-                state.entries[auction.id] = entry
-                state.order.append(auction.id)
-                state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
-                sink.seed([.auction(auction)])
+            for id in state.order {
+                guard let auction = state.entries[id]?.auction, auction.status == .open, auction.countdown.isRunning else { continue }
+                let generation = auction.countdown.generation
+                state.entries[id]?.timer = clock.schedule(at: now) { [weak self] in self?.fireWhereChangesAreMade(id, generation: generation) }
             }
         }
+    }
+
+    /// Makes `auctions` all there is, in id order, without timers (those there were are cancelled),
+    /// and sets each one's current value.
+    private func replace(_ state: inout State, with auctions: [Auction]) {
+        for entry in state.entries.values { entry.timer?.cancel() }
+        state.entries = [:]
+        state.order = []
+        state.nextId = 1
+        for auction in auctions.sorted(by: { (Int($0.id) ?? 0, $0.id) < (Int($1.id) ?? 0, $1.id) }) {
+            state.entries[auction.id] = Entry(auction: auction)
+            state.order.append(auction.id)
+            state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
+        }
+        sink.seed(auctions.map { .auction($0) })
     }
 
     public func create(_ request: NewAuction) throws(DomainError) -> Auction {
