@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -29,6 +30,7 @@ let package = Package(
         .target(name: "HeraldStore", dependencies: ["CSQLite", "HeraldJSON"]),
         .target(name: "HeraldCore", dependencies: ["HeraldJSON"]),
         .target(name: "HeraldDomain"),
+        .target(name: "HeraldAuth", dependencies: [.product(name: "JWTKit", package: "jwt-kit")]),
         .target(
             name: "HeraldHTTP",
             dependencies: ["CMicroHTTPD", "CLinux", "HeraldJSON", .product(name: "Logging", package: "swift-log")]
@@ -36,14 +38,14 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore",
+                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore", "HeraldAuth",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldServer", "HeraldStore",
+                "HeraldServer", "HeraldStore", "HeraldAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -60,7 +62,7 @@ let package = Package(
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "CSQLite", "herald", "herald-bench"]
+            dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "HeraldAuth", "CSQLite", "herald", "herald-bench"]
         ),
     ]
 )

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
 
 /* Swift cannot call MHD's variadic functions nor see some macros: these adapters make them callable. */
@@ -20,6 +22,10 @@ typedef struct {
     unsigned int listen_backlog;
     /// Called with the raw request target before libmicrohttpd parses it; returns the request's context.
     void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *connection);
+    /// Called for each accepted socket before it becomes a connection; MHD_NO closes it.
+    MHD_AcceptPolicyCallback accept_policy;
+    /// Called when a connection starts and when it is closed (before its socket is).
+    MHD_NotifyConnectionCallback notify_connection;
 } cmhd_daemon_settings;
 
 static inline struct MHD_Daemon *cmhd_start_daemon(
@@ -35,9 +41,10 @@ static inline struct MHD_Daemon *cmhd_start_daemon(
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t)settings.listen_backlog, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls },
         { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)settings.uri_log, completed_cls },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)settings.notify_connection, completed_cls },
         { MHD_OPTION_END, 0, NULL },
     };
-    return MHD_start_daemon(settings.flags, 0, NULL, NULL, handler, handler_cls,
+    return MHD_start_daemon(settings.flags, 0, settings.accept_policy, completed_cls, handler, handler_cls,
                             MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
@@ -54,6 +61,32 @@ static inline int cmhd_connection_fd(struct MHD_Connection *connection)
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+/// Writes `address` as text (`127.0.0.1`, `::1`; an IPv4-mapped IPv6 address as IPv4) into `out`;
+/// returns 0, or -1 for another family or a short buffer.
+static inline int cmhd_format_address(const struct sockaddr *address, char *out, size_t size)
+{
+    if (address == NULL) return -1;
+    if (address->sa_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)address;
+        return inet_ntop(AF_INET, &v4->sin_addr, out, (socklen_t)size) == NULL ? -1 : 0;
+    }
+    if (address->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)address;
+        if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr))
+            return inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], out, (socklen_t)size) == NULL ? -1 : 0;
+        return inet_ntop(AF_INET6, &v6->sin6_addr, out, (socklen_t)size) == NULL ? -1 : 0;
+    }
+    return -1;
+}
+
+/// The connection's peer address as text (see `cmhd_format_address`); returns 0, or -1.
+static inline int cmhd_client_address(struct MHD_Connection *connection, char *out, size_t size)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? -1 : cmhd_format_address(info->client_addr, out, size);
 }
 
 /// Ends the string libmicrohttpd is about to parse as query arguments. Herald reads the query from

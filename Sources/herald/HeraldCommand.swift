@@ -1,16 +1,27 @@
 import ArgumentParser
 import Foundation
+import HeraldAuth
+import HeraldHTTP
 import HeraldServer
 import HeraldStore
 import Logging
 
-/// `herald`: runs the server until SIGTERM or SIGINT. Every option can also come from `HERALD_<NAME>`.
+/// `herald`: runs the server (`herald serve`, the default), or prints a token (`herald token`).
 @main
 struct HeraldCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "A real-time state server: change state over JSON HTTP, watch it change over Server-Sent Events.",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
+        subcommands: [HeraldServe.self, TokenCommand.self],
+        defaultSubcommand: HeraldServe.self)
+}
+
+/// `herald [serve]`: runs the server until SIGTERM or SIGINT. Every option can also come from `HERALD_<NAME>`.
+struct HeraldServe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Runs the server until SIGTERM or SIGINT (the default command).",
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_CONNECTIONS_PER_SECOND, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -55,6 +66,42 @@ struct HeraldCommand: ParsableCommand {
     @Flag(help: "Start empty, without the example auction, trip and unit (env HERALD_NO_EXAMPLES=1).")
     var noExamples: Bool = Environment.flag("HERALD_NO_EXAMPLES")
 
+    @Option(help: "HS256 secret (at least 32 bytes) that tokens are signed with; with a key, changes and streams need a token. Prefer --jwt-key-file: a command line is visible to other users (env HERALD_JWT_KEY).")
+    var jwtKey: String? = Environment.string("HERALD_JWT_KEY")
+
+    @Option(help: "File holding the HS256 secret; a trailing newline is not part of it (env HERALD_JWT_KEY_FILE).")
+    var jwtKeyFile: String? = Environment.string("HERALD_JWT_KEY_FILE")
+
+    @Option(help: "PEM public key (EC P-256 for ES256, or RSA for RS256) that tokens are checked with (env HERALD_JWT_PUBLIC_KEY_FILE).")
+    var jwtPublicKeyFile: String? = Environment.string("HERALD_JWT_PUBLIC_KEY_FILE")
+
+    @Flag(help: "With a key, streams need no token; changes still do (env HERALD_PUBLIC_STREAMS=1).")
+    var publicStreams: Bool = Environment.flag("HERALD_PUBLIC_STREAMS")
+
+    @Option(help: "SSE streams one client address may hold; more get 429; 0: no limit (env HERALD_STREAMS_PER_ADDRESS).")
+    var streamsPerAddress: Int = Environment.int("HERALD_STREAMS_PER_ADDRESS") ?? 100
+
+    @Option(help: "SSE streams held in all; more get 503. Default: the open-file limit less a reserve (env HERALD_MAX_STREAMS).")
+    var maxStreams: Int? = Environment.int("HERALD_MAX_STREAMS")
+
+    @Option(help: "New connections one address may open a second (bursts of twice that); more are closed unanswered; trusted proxies are not limited; 0: no limit (env HERALD_CONNECTIONS_PER_SECOND).")
+    var connectionsPerSecond: Int = Environment.int("HERALD_CONNECTIONS_PER_SECOND") ?? 200
+
+    @Option(help: "Changes one token, or without a key one address, may make a second (bursts of twice that); more get 429 with Retry-After; 0: no limit (env HERALD_WRITES_PER_SECOND).")
+    var writesPerSecond: Int = Environment.int("HERALD_WRITES_PER_SECOND") ?? 200
+
+    @Option(help: "Seconds a client has to send a request's head; then its connection is closed (env HERALD_HEADER_TIMEOUT).")
+    var headerTimeout: Int = Environment.int("HERALD_HEADER_TIMEOUT") ?? 10
+
+    @Option(help: "Largest request head (header names and values) in bytes; larger gets 431 (env HERALD_MAX_HEADER_BYTES).")
+    var maxHeaderBytes: Int = Environment.int("HERALD_MAX_HEADER_BYTES") ?? 8192
+
+    @Option(help: "Longest request target (path and query) in bytes; longer gets 414 (env HERALD_MAX_URL_BYTES).")
+    var maxUrlBytes: Int = Environment.int("HERALD_MAX_URL_BYTES") ?? 4096
+
+    @Option(help: "Proxy addresses or CIDR ranges, comma-separated, whose X-Forwarded-For names the client (env HERALD_TRUSTED_PROXY).")
+    var trustedProxy: String? = Environment.string("HERALD_TRUSTED_PROXY")
+
     /// Every range is one the server can run with: a heartbeat in milliseconds fits an Int32, a queue
     /// or a pool fits in memory.
     func validate() throws {
@@ -75,6 +122,43 @@ struct HeraldCommand: ParsableCommand {
         }
         guard Synchronous(rawValue: sync) != nil else { throw ValidationError("--sync must be normal or full") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+        guard [jwtKey, jwtKeyFile, jwtPublicKeyFile].compactMap({ $0 }).count <= 1 else {
+            throw ValidationError("give one of --jwt-key, --jwt-key-file and --jwt-public-key-file")
+        }
+        guard (0...1_000_000).contains(streamsPerAddress) else { throw ValidationError("--streams-per-address must be 0 to 1000000") }
+        if let maxStreams, !(1...1_000_000).contains(maxStreams) { throw ValidationError("--max-streams must be 1 to 1000000") }
+        guard (0...1_000_000).contains(connectionsPerSecond) else { throw ValidationError("--connections-per-second must be 0 to 1000000") }
+        guard (0...1_000_000).contains(writesPerSecond) else { throw ValidationError("--writes-per-second must be 0 to 1000000") }
+        guard (1...3600).contains(headerTimeout) else { throw ValidationError("--header-timeout must be 1 to 3600 seconds") }
+        guard (1024...1_048_576).contains(maxHeaderBytes) else { throw ValidationError("--max-header-bytes must be 1024 to 1048576") }
+        guard (256...1_048_576).contains(maxUrlBytes) else { throw ValidationError("--max-url-bytes must be 256 to 1048576") }
+        if let trustedProxy, Self.addressRanges(trustedProxy) == nil {
+            throw ValidationError("--trusted-proxy must be addresses or CIDR ranges, comma-separated (10.0.0.0/8,::1)")
+        }
+    }
+
+    /// The key from `--jwt-key`, `--jwt-key-file` or `--jwt-public-key-file`; nil when none is given.
+    func tokenKey() throws -> TokenKey? {
+        if let jwtKey { return try TokenKey.secret(jwtKey) }
+        if let jwtKeyFile { return try TokenKey.secret(try Self.read(jwtKeyFile, trimmingNewline: true)) }
+        if let jwtPublicKeyFile { return try TokenKey.publicKey(pem: try Self.read(jwtPublicKeyFile, trimmingNewline: false)) }
+        return nil
+    }
+
+    /// A key file's text; a secret's one trailing newline (as `echo` writes it) is not part of it.
+    static func read(_ path: String, trimmingNewline: Bool) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read the key file '\(path)'") }
+        var text = String(decoding: data, as: UTF8.self)
+        if trimmingNewline, text.hasSuffix("\n") { text.removeLast() }
+        if trimmingNewline, text.hasSuffix("\r") { text.removeLast() }
+        return text
+    }
+
+    /// Comma-separated addresses or CIDR ranges; nil when one is neither.
+    static func addressRanges(_ text: String) -> [AddressRange]? {
+        let ranges = text.split(separator: ",").map { AddressRange($0.trimmingCharacters(in: .whitespaces)) }
+        guard !ranges.isEmpty, ranges.allSatisfy({ $0 != nil }) else { return nil }
+        return ranges.compactMap { $0 }
     }
 
     func run() throws {
@@ -102,6 +186,22 @@ struct HeraldCommand: ParsableCommand {
         configuration.corsOrigin = corsOrigin
         configuration.http.allowedHosts = allowedHosts == "*" ? nil : allowedHosts.flatMap(Self.hostList) ?? Self.loopbackHosts(host)
         configuration.examples = !noExamples
+        configuration.publicStreams = publicStreams
+        configuration.writesPerSecond = writesPerSecond > 0 ? writesPerSecond : nil
+        configuration.http.streamsPerClient = streamsPerAddress > 0 ? streamsPerAddress : nil
+        configuration.http.streamLimit = maxStreams
+        configuration.http.connectionsPerSecond = connectionsPerSecond > 0 ? connectionsPerSecond : nil
+        configuration.http.headerTimeout = .seconds(headerTimeout)
+        configuration.http.headerBytesLimit = maxHeaderBytes
+        configuration.http.targetBytesLimit = maxUrlBytes
+        configuration.http.connectionMemoryLimit = max(connectionMemory, maxHeaderBytes + maxUrlBytes + 4096)
+        configuration.http.trustedProxies = trustedProxy.flatMap(Self.addressRanges) ?? []
+        do {
+            configuration.tokenKey = try tokenKey()
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode(64)
+        }
 
         let herald: Herald
         do {
@@ -186,7 +286,9 @@ enum Environment {
 
     /// The variables that must be numbers when set.
     static let numbers = ["HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_HISTORY_EVENTS", "HERALD_HISTORY",
-                          "HERALD_HISTORY_DAYS", "HERALD_OBSERVER_QUEUE", "HERALD_CONNECTION_MEMORY"]
+                          "HERALD_HISTORY_DAYS", "HERALD_OBSERVER_QUEUE", "HERALD_CONNECTION_MEMORY", "HERALD_STREAMS_PER_ADDRESS",
+                          "HERALD_MAX_STREAMS", "HERALD_CONNECTIONS_PER_SECOND", "HERALD_WRITES_PER_SECOND", "HERALD_HEADER_TIMEOUT",
+                          "HERALD_MAX_HEADER_BYTES", "HERALD_MAX_URL_BYTES"]
 
     static func flag(_ name: String) -> Bool {
         guard let value = string(name)?.lowercased() else { return false }

@@ -33,6 +33,8 @@ public struct Problem: Error, Sendable {
     public static func reason(_ status: Int) -> String {
         switch status {
         case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 406: "Not Acceptable"
@@ -42,6 +44,7 @@ public struct Problem: Error, Sendable {
         case 415: "Unsupported Media Type"
         case 421: "Misdirected Request"
         case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"

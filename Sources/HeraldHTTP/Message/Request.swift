@@ -12,11 +12,13 @@ public struct Request: Sendable {
     public let body: [UInt8]
     /// Names this request in the log and in the problem documents it gets.
     public let id: String
+    /// The client's address: the peer's, or behind a trusted proxy the one it forwarded for.
+    public let client: String
     /// Path parameters filled in by the router (`{id}`).
     public var parameters: [String: String] = [:]
 
     public init(method: String, path: String, segments: [String]? = nil, query: [(name: String, value: String)] = [],
-                headers: [(name: String, value: String)] = [], body: [UInt8] = [], id: String = "-") {
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [], id: String = "-", client: String = "-") {
         self.method = method
         self.path = path
         self.segments = segments ?? path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
@@ -24,6 +26,7 @@ public struct Request: Sendable {
         self.headers = headers.map { ($0.name.lowercased(), $0.value) }
         self.body = body
         self.id = id
+        self.client = client
     }
 
     /// The first value of header `name` (case-insensitive).

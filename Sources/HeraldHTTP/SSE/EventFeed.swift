@@ -1,3 +1,5 @@
+import Foundation
+
 /// One Server-Sent Events message. `data` is shared, never copied per connection until it is written.
 public struct SSEMessage: Sendable, Equatable {
     public let id: String?
@@ -32,4 +34,11 @@ public protocol EventFeed: AnyObject, Sendable {
     func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void)
     /// The stream is gone: release what the feed holds. Called exactly once.
     func close()
+    /// When the stream ends (its token expires): it is then closed cleanly, and the client reconnects
+    /// with a fresh token and `Last-Event-ID`. nil: it never has to.
+    var expires: Date? { get }
+}
+
+extension EventFeed {
+    public var expires: Date? { nil }
 }

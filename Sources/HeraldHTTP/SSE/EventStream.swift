@@ -30,6 +30,8 @@ final class EventStream: @unchecked Sendable {
     let socket: Int32
     let framing: StreamFraming
     let feed: any EventFeed
+    /// The client's address, whose streams are counted (see `StreamEngine.perClientLimit`).
+    let client: String
     /// In the engine's inbox already: a second wake-up adds nothing.
     let scheduled = Atomic<Bool>(false)
 
@@ -52,8 +54,9 @@ final class EventStream: @unchecked Sendable {
     var registered = false
     var closed = false
 
-    init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, start: [UInt8]) {
+    init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, start: [UInt8]) {
         self.token = token
+        self.client = client
         self.socket = socket
         self.framing = framing
         self.feed = feed

@@ -28,6 +28,10 @@ public final class StreamEngine: Sendable {
     private final class Loop: @unchecked Sendable {
         var streams: [UInt64: EventStream] = [:]
         var ready: [EventStream] = []
+        /// Streams that end when their token expires, by the whole second (from `epoch`) they end in.
+        var expiring: [Int64: [UInt64]] = [:]
+        /// The second whose expiring streams were ended last.
+        var expiredThrough: Int64 = 0
         /// Streams closed since malloc last gave memory back to the system.
         var closedSinceTrim = 0
     }
@@ -37,6 +41,14 @@ public final class StreamEngine: Sendable {
 
     /// Streams beyond this many are refused (each holds an open file).
     let limit: Int
+    /// Streams one client address may hold; nil: no limit.
+    let perClientLimit: Int?
+    /// Open streams by client address (only while `perClientLimit` is set).
+    private let clients = Mutex<[String: Int]>([:])
+    /// Runs about once a second on the engine's thread.
+    private let tickHooks = Mutex<[@Sendable () -> Void]>([])
+    /// Where the engine's seconds are counted from (stream expiry).
+    private let epoch = ContinuousClock.now
     private let inbox = Mutex(Inbox())
     private let signaled = Atomic<Bool>(false)
     private let streamCount = Atomic<Int>(0)
@@ -49,8 +61,9 @@ public final class StreamEngine: Sendable {
     private let wakeup: Int32
     private let loop = Loop()
 
-    init(limit: Int) {
+    init(limit: Int, perClientLimit: Int? = nil) {
         self.limit = limit
+        self.perClientLimit = perClientLimit
         epoll = cepoll_create()
         wakeup = cepoll_eventfd()
         _ = cepoll_add(epoll, wakeup, CEPOLL_IN, 0)
@@ -89,15 +102,37 @@ public final class StreamEngine: Sendable {
         _ = write(wakeup, &one, 8)
     }
 
+    /// Runs `hook` on the engine's thread about once a second. Add hooks before starting.
+    func everySecond(_ hook: @escaping @Sendable () -> Void) {
+        tickHooks.withLock { $0.append(hook) }
+    }
+
+    /// Why `add` refused a stream.
+    enum Refusal: Error {
+        /// The engine holds `limit` streams, or is stopping.
+        case full
+        /// The client holds `perClientLimit` streams.
+        case clientFull
+    }
+
     /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it.
-    /// Returns false, and closes nothing, when the engine is full or stopped.
-    func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, start: [UInt8]) -> Bool {
+    /// Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
+    func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, start: [UInt8]) throws(Refusal) {
+        if let perClientLimit {
+            let taken = clients.withLock { clients -> Bool in
+                guard clients[client, default: 0] < perClientLimit else { return false }
+                clients[client, default: 0] += 1
+                return true
+            }
+            guard taken else { throw .clientFull }
+        }
         guard streamCount.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
             streamCount.wrappingSubtract(1, ordering: .relaxed)
-            return false
+            release(client)
+            throw .full
         }
         let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
-                                 framing: framing, feed: feed, start: start)
+                                 framing: framing, feed: feed, client: client, start: start)
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
         feed.setWaker { [self] _ in wake(stream) }
         let added = inbox.withLock { inbox -> Bool in
@@ -107,10 +142,22 @@ public final class StreamEngine: Sendable {
         }
         guard added else {
             streamCount.wrappingSubtract(1, ordering: .relaxed)
-            return false
+            release(client)
+            throw .full
         }
         signal()
-        return true
+    }
+
+    /// Open streams of one client address (0 when there is no per-client limit).
+    public func streams(of client: String) -> Int { clients.withLock { $0[client] ?? 0 } }
+
+    /// One stream of `client` fewer.
+    private func release(_ client: String) {
+        guard perClientLimit != nil else { return }
+        clients.withLock { clients in
+            let left = clients[client, default: 1] - 1
+            clients[client] = left > 0 ? left : nil
+        }
     }
 
     /// Asks for `stream` to be written (or closed, if its feed has finished). Any thread.
@@ -166,6 +213,7 @@ public final class StreamEngine: Sendable {
         defer { scratch.deallocate() }
         let clock = ContinuousClock()
         var nextHeartbeat = heartbeat.map { clock.now + $0 }
+        var nextTick = clock.now + .seconds(1)
         while !stopped.load(ordering: .acquiring) {
             // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
             // be sent (its client stopped reading) delays delivery by a second at most.
@@ -213,6 +261,11 @@ public final class StreamEngine: Sendable {
                 heartbeats()
                 nextHeartbeat = heartbeat.map { max(due + $0, clock.now) }
             }
+            if clock.now >= nextTick {
+                nextTick = clock.now + .seconds(1)
+                endExpired()
+                for hook in tickHooks.withLock({ $0 }) { hook() }
+            }
         }
         for stream in Array(loop.streams.values) { drop(stream) }
         // Whatever came in after the last pass: streams never registered are closed, wake-ups dropped.
@@ -229,12 +282,36 @@ public final class StreamEngine: Sendable {
             stream.closed = true
             close(stream.socket)
             streamCount.wrappingSubtract(1, ordering: .relaxed)
+            release(stream.client)
             stream.feed.close()
             return
         }
         stream.registered = true
         loop.streams[stream.token] = stream
         loop.ready.append(stream)
+        if let expires = stream.feed.expires {
+            // The second it ends in, counted from the epoch: ended by the first tick past `expires`.
+            let left = expires.timeIntervalSinceNow
+            let second = Int64(epoch.duration(to: .now).components.seconds) + Int64(max(left, 0).rounded(.up))
+            loop.expiring[max(second, loop.expiredThrough + 1), default: []].append(stream.token)
+        }
+    }
+
+    /// Ends, cleanly, each stream whose token has expired: what is queued goes out, then the body's end.
+    private func endExpired() {
+        let now = Int64(epoch.duration(to: .now).components.seconds)
+        guard now > loop.expiredThrough, !loop.expiring.isEmpty else {
+            loop.expiredThrough = max(loop.expiredThrough, now)
+            return
+        }
+        for second in (loop.expiredThrough + 1)...now {
+            for token in loop.expiring.removeValue(forKey: second) ?? [] {
+                guard let stream = loop.streams[token] else { continue }
+                stream.closing = max(stream.closing ?? .graceful, .graceful)
+                loop.ready.append(stream)
+            }
+        }
+        loop.expiredThrough = now
     }
 
     private func handle(_ bits: UInt32, on stream: EventStream, scratch: UnsafeMutableRawBufferPointer) {
@@ -346,6 +423,7 @@ public final class StreamEngine: Sendable {
         stream.out = []
         loop.streams.removeValue(forKey: stream.token)
         streamCount.wrappingSubtract(1, ordering: .relaxed)
+        release(stream.client)
         stream.feed.close()
         loop.closedSinceTrim += 1
         if loop.streams.isEmpty, loop.closedSinceTrim >= Self.trimAfter {

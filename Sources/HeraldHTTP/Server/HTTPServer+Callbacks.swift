@@ -14,8 +14,15 @@ extension HTTPServer {
                              upload: uploadData, uploadSize: uploadSize, context: contextPointer)
     }
 
-    static let completedCallback: MHD_RequestCompletedCallback = { cls, _, contextPointer, _ in
-        if let cls { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().sendDeferredWakeup() }
+    static let completedCallback: MHD_RequestCompletedCallback = { cls, connection, contextPointer, _ in
+        if let cls {
+            let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+            server.sendDeferredWakeup()
+            if let connection {
+                let idle = server.configuration.connectionTimeout
+                server.headDeadlines.requestCompleted(connection, idle: idle > 0 ? .seconds(idle) : nil)
+            }
+        }
         guard let contextPointer, let raw = contextPointer.pointee else { return }
         Unmanaged<RequestContext>.fromOpaque(raw).release()
         contextPointer.pointee = nil
@@ -23,11 +30,62 @@ extension HTTPServer {
 
     /// Runs first for every request, with the target as the client sent it: keeps a copy, and keeps
     /// libmicrohttpd from storing the query arguments (Herald parses them from the copy).
-    static let targetCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { cls, uri, _ in
-        if let cls { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().sendDeferredWakeup() }
+    static let targetCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { cls, uri, connection in
+        if let cls {
+            let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+            server.sendDeferredWakeup()
+            if let connection { server.headDeadlines.requestLine(connection) }
+        }
         let raw = uri.map { String(cString: $0) } ?? ""
         if let uri { cmhd_drop_query_arguments(uri) }
         return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque()
+    }
+
+    /// Each accepted socket, before it becomes a connection: an address past its rate of new
+    /// connections is closed unanswered (daemon.c:2480). Trusted proxies carry many clients and pass.
+    static let acceptCallback: MHD_AcceptPolicyCallback = { cls, address, _ in
+        guard let cls else { return MHD_Result.YES }
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        guard let limiter = server.connectionRate, let peer = address.flatMap(HTTPServer.text(of:)), !server.clients.isTrusted(peer)
+        else { return MHD_Result.YES }
+        guard limiter.take(peer) == nil else {
+            server.logger.debug("connection refused: too many new connections", metadata: ["http.client": "\(peer)"])
+            return MHD_Result.NO
+        }
+        return MHD_Result.YES
+    }
+
+    /// A connection starts (its head is due) or is closed (before its socket is: daemon.c:3799).
+    static let connectionCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+        guard let cls, let connection else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        if code.rawValue == 0 { // MHD_CONNECTION_NOTIFY_STARTED
+            let socket = cmhd_connection_fd(connection)
+            if socket >= 0 { server.headDeadlines.started(connection, socket: socket) }
+        } else {
+            server.headDeadlines.closed(connection)
+        }
+    }
+
+    /// An address as text (`cmhd_format_address`), or nil.
+    static func text(of address: UnsafePointer<sockaddr>) -> String? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard cmhd_format_address(address, &buffer, buffer.count) == 0 else { return nil }
+        return Self.string(buffer)
+    }
+
+    /// A NUL-terminated C string in a buffer.
+    private static func string(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The connection's peer, or behind a trusted proxy the client it forwards for.
+    private func client(of connection: OpaquePointer, head: [(name: String, value: String)]) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let peer = cmhd_client_address(connection, &buffer, buffer.count) == 0 ? Self.string(buffer) : "-"
+        guard !clients.trustedProxies.isEmpty else { return peer }
+        let forwarded = head.filter { $0.name.lowercased() == "x-forwarded-for" }.map(\.value)
+        return clients.client(peer: peer, forwardedFor: forwarded)
     }
 
     private func handle(
@@ -42,8 +100,20 @@ extension HTTPServer {
             // First call, head only. Queueing a response now costs keep-alive (see shared notes), so only
             // a refusal is answered now: its connection closes, and no byte after the head is read.
             context.started = true
+            headDeadlines.headReceived(connection)
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
             context.head = head
+            context.client = client(of: connection, head: head)
+            if context.rawTarget.utf8.count > configuration.targetBytesLimit {
+                let problem = Problem(status: 414, detail: "the request target is longer than \(configuration.targetBytesLimit) bytes",
+                                      headers: [("Connection", "close")])
+                return queue(problem.response, on: connection, method: methodName)
+            }
+            if head.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }) > configuration.headerBytesLimit {
+                let problem = Problem(status: 431, detail: "the request's header fields are larger than \(configuration.headerBytesLimit) bytes",
+                                      headers: [("Connection", "close")])
+                return queue(problem.response, on: connection, method: methodName)
+            }
             let declaredLength: Int?
             do throws(Problem) {
                 let target = try RequestTarget(context.rawTarget)
@@ -93,7 +163,7 @@ extension HTTPServer {
             method: methodName, path: target.path, segments: target.segments,
             query: target.query.map { ($0.name, $0.value) },
             headers: context.head,
-            body: context.body, id: requestIDs.next())
+            body: context.body, id: requestIDs.next(), client: context.client)
         let response = handler(request)
         if case .deferred(let deferred) = response.body {
             // Suspended before the answer can come, so the resume always finds it suspended.
@@ -108,7 +178,7 @@ extension HTTPServer {
             "http.method": "\(request.method)", "http.path": "\(request.path)", "http.status": "\(response.status)",
             "http.request_id": "\(request.id)",
         ])
-        return queue(response, on: connection, method: methodName, chunked: http11)
+        return queue(response, on: connection, method: methodName, chunked: http11, client: request.client)
     }
 
     /// Sends the stream engine the wake-up this thread deferred while answering, if any.
@@ -123,7 +193,7 @@ extension HTTPServer {
     /// - Parameter keep: takes the reference to the libmicrohttpd response that is made (with its
     ///   headers), to queue it again later; by default the reference is dropped once it is queued.
     private func queue(_ response: Response, on connection: OpaquePointer, method: String,
-                       chunked: Bool = false, keep: ((OpaquePointer) -> Void)? = nil) -> MHD_Result {
+                       chunked: Bool = false, client: String = "-", keep: ((OpaquePointer) -> Void)? = nil) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .eventStream(let feed) where method == "HEAD":
@@ -142,7 +212,8 @@ extension HTTPServer {
                 self.keptResponses.keep($0, for: bytes, status: response.status, headers: response.headers)
             }
         case .eventStream(let feed):
-            return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited)
+            return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited,
+                            client: client)
         case .deferred:
             // A deferred answer that is itself deferred: a handler's bug, answered plainly.
             return queue(Problem(status: 500, detail: "the answer was not made").response, on: connection, method: method)
@@ -164,7 +235,7 @@ extension HTTPServer {
     /// socket from its epoll set before closing (daemon.c:3824). A request pipelined after a stream
     /// is never answered, as a stream does not end.
     private func handOver(_ feed: any EventFeed, head headers: [(name: String, value: String)], connection: OpaquePointer,
-                          framing: StreamFraming) -> MHD_Result {
+                          framing: StreamFraming, client: String) -> MHD_Result {
         let shuttingDown = draining.load(ordering: .sequentiallyConsistent)
         let socket = shuttingDown ? -1 : clinux_dup(cmhd_connection_fd(connection))
         var start = StreamHead.bytes(headers: headers, framing: framing)
@@ -175,18 +246,31 @@ extension HTTPServer {
             let offset = EventStream.frame(&body, framing)
             start.append(contentsOf: body[offset...])
         }
-        guard socket >= 0, streams.add(socket: socket, framing: framing, feed: feed, start: start) else {
-            if socket >= 0 { close(socket) }
-            feed.close()
-            let cors = headers.filter { $0.name.hasPrefix("Access-Control") }
-            let refusal = shuttingDown || draining.load(ordering: .sequentiallyConsistent)
-                ? Problem(status: 503, detail: "the server is shutting down; reconnect to another or later",
-                          headers: [("Retry-After", "1"), ("Connection", "close")] + cors)
-                : Problem(status: 503, detail: "the server holds as many streams as it can; reconnect later",
-                          headers: [("Retry-After", "5")] + cors)
-            return queue(refusal.response, on: connection, method: "GET")
+        var refused: StreamEngine.Refusal? = .full
+        if socket >= 0 {
+            do throws(StreamEngine.Refusal) {
+                try streams.add(socket: socket, framing: framing, feed: feed, client: client, start: start)
+                return MHD_Result.NO
+            } catch {
+                refused = error
+            }
+            close(socket)
         }
-        return MHD_Result.NO
+        feed.close()
+        let cors = headers.filter { $0.name.hasPrefix("Access-Control") }
+        let refusal: Problem
+        if shuttingDown || draining.load(ordering: .sequentiallyConsistent) {
+            refusal = Problem(status: 503, detail: "the server is shutting down; reconnect to another or later",
+                              headers: [("Retry-After", "1"), ("Connection", "close")] + cors)
+        } else if refused == .clientFull {
+            refusal = Problem(status: 429, detail: "this client holds \(configuration.streamsPerClient ?? 0) streams, as many as one "
+                              + "address may; close one, or watch several subjects on one stream (/events?topic=…)",
+                              headers: [("Retry-After", "5")] + cors)
+        } else {
+            refusal = Problem(status: 503, detail: "the server holds as many streams as it can; reconnect later",
+                              headers: [("Retry-After", "5")] + cors)
+        }
+        return queue(refusal.response, on: connection, method: "GET")
     }
 
     /// Every key/value pair of one kind (headers, query arguments), in order.

@@ -22,6 +22,12 @@ public final class HTTPServer: Sendable {
     private let guardState: Mutex<RequestGuard>
     var requestGuard: RequestGuard { guardState.withLock { $0 } }
     let requestIDs = RequestIDs()
+    /// Who a request comes from, behind trusted proxies.
+    let clients: ClientResolver
+    /// New connections per address and second; nil: no limit.
+    let connectionRate: RateLimiter?
+    /// Each connection's deadline for its request head.
+    let headDeadlines: HeadDeadlines
     /// Responses for shared bytes, sent again (the daemon's thread only).
     let keptResponses = KeptResponses()
     private let daemon = Mutex<Daemon?>(nil)
@@ -34,7 +40,13 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
-        streams = StreamEngine(limit: Self.streamLimit(configuration.connectionLimit))
+        streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
+                               perClientLimit: configuration.streamsPerClient)
+        clients = ClientResolver(trustedProxies: configuration.trustedProxies)
+        connectionRate = configuration.connectionsPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }
+        let headDeadlines = HeadDeadlines(timeout: configuration.headerTimeout)
+        self.headDeadlines = headDeadlines
+        streams.everySecond { headDeadlines.sweep() }
         guardState = Mutex(RequestGuard(allowedHosts: configuration.allowedHosts, port: configuration.port))
     }
 
@@ -68,7 +80,9 @@ public final class HTTPServer: Sendable {
             memory_limit: configuration.connectionMemoryLimit,
             connection_timeout: UInt32(max(configuration.connectionTimeout, 0)),
             listen_backlog: UInt32(configuration.listenBacklog),
-            uri_log: HTTPServer.targetCallback)
+            uri_log: HTTPServer.targetCallback,
+            accept_policy: HTTPServer.acceptCallback,
+            notify_connection: HTTPServer.connectionCallback)
         let context = Unmanaged.passRetained(self)
         guard let raw = cmhd_start_daemon(settings, HTTPServer.accessCallback, context.toOpaque(),
                                           HTTPServer.completedCallback, context.toOpaque()) else {
@@ -109,6 +123,9 @@ public final class HTTPServer: Sendable {
         Unmanaged.passUnretained(self).release()
         logger.debug("http server stopped")
     }
+
+    /// Connections cut off because their head came too slowly.
+    public var slowHeadsCutOff: Int { headDeadlines.cutOffCount }
 
     /// Streams the engine holds at most: the open-file limit less room for ordinary connections, the
     /// store and logs. libmicrohttpd does not count the streams it handed over, and when it has no

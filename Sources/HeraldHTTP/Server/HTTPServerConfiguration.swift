@@ -20,6 +20,21 @@ public struct HTTPServerConfiguration: Sendable {
     public var allowedHosts: [String]? = nil
     /// Pending connections the kernel may queue before accept.
     public var listenBacklog: Int = 4096
+    /// SSE streams held at once; nil: the open-file limit less a reserve.
+    public var streamLimit: Int?
+    /// SSE streams one client address may hold; more get 429. nil: no limit.
+    public var streamsPerClient: Int? = 100
+    /// New connections one address may open a second (bursts of twice that); others are closed
+    /// unanswered at accept. Trusted proxies are not limited. nil: no limit.
+    public var connectionsPerSecond: Int? = 200
+    /// The time a client has to send a request's head (slowloris); its connection is then closed.
+    public var headerTimeout: Duration = .seconds(10)
+    /// Largest request head (header names and values) accepted; a larger one gets 431.
+    public var headerBytesLimit: Int = 8 * 1024
+    /// Longest request target (path and query) accepted; a longer one gets 414.
+    public var targetBytesLimit: Int = 4 * 1024
+    /// Proxies whose `X-Forwarded-For` names the client; empty: the peer is the client.
+    public var trustedProxies: [AddressRange] = []
 
     public init() {}
 }

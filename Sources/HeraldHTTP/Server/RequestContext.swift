@@ -7,6 +7,8 @@ final class RequestContext {
     var target: RequestTarget?
     /// The header fields as received, read once in the first call.
     var head: [(name: String, value: String)] = []
+    /// The client's address (see `ClientResolver`), read with the head.
+    var client = "-"
     /// The access handler has seen the head (its first call is over).
     var started = false
     var body: [UInt8] = []

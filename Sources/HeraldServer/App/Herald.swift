@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAuth
 import HeraldCore
 import HeraldDomain
 import HeraldHTTP
@@ -92,8 +93,10 @@ public final class Herald: Sendable {
             }
         }
 
+        let access = Access(verifier: configuration.tokenKey.map(TokenVerifier.init(key:)), publicStreams: configuration.publicStreams,
+                            writeRate: configuration.writesPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }, now: { Date() })
         let router = Self.router(hub: hub, journal: journal, auctions: auctions, currency: currency, trips: trips, units: units,
-                                 queueLimit: configuration.observerQueueLimit, startedAt: startedAt, logger: logger)
+                                 access: access, queueLimit: configuration.observerQueueLimit, startedAt: startedAt, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, router: router)
         server = HTTPServer(configuration: configuration.http, logger: logger) { request in cors.respond(to: request) }
         // A publish only signals the stream engine; its thread fans the event out and writes it.
@@ -111,6 +114,11 @@ public final class Herald: Sendable {
         try server.start()
         prune()
         logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
+        if let key = configuration.tokenKey {
+            logger.info("tokens required", metadata: ["auth.algorithm": "\(key.name)", "auth.public_streams": "\(configuration.publicStreams)"])
+        } else {
+            logger.warning("no token key (--jwt-key): Herald is open, and anyone who can reach it may change and watch everything")
+        }
     }
 
     /// Stops timers, ends every stream cleanly and stops listening.
@@ -150,8 +158,9 @@ public final class Herald: Sendable {
     }
 
     private static func router(hub: Hub, journal: Journal, auctions: AuctionHouse, currency: CurrencySetting, trips: TripBoard,
-                               units: UnitStore, queueLimit: Int, startedAt: ContinuousClock.Instant, logger: Logger) -> Router {
-        let events = EventRoutes(hub: hub, queueLimit: queueLimit) { topic -> EventRoutes.TopicStatus in
+                               units: UnitStore, access: Access, queueLimit: Int, startedAt: ContinuousClock.Instant,
+                               logger: Logger) -> Router {
+        let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access) { topic -> EventRoutes.TopicStatus in
             let parts = topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             let known: Bool
             switch (parts.first, parts.count) {
@@ -164,7 +173,7 @@ public final class Herald: Sendable {
             }
             return known ? .exists : .unknown
         }
-        var routes = Routes(logger: logger, writer: journal.writer)
+        var routes = Routes(logger: logger, writer: journal.writer, access: access)
         routes.addAuctions(auctions, events: events)
         routes.addCurrency(currency, events: events)
         routes.addTrips(trips, events: events)

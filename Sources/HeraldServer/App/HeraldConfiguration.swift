@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAuth
 import HeraldHTTP
 import HeraldStore
 
@@ -21,6 +22,13 @@ public struct HeraldConfiguration: Sendable {
     public var corsOrigin = "*"
     /// Create the example auction, trip and unit at start.
     public var examples = true
+    /// The key tokens are checked with; nil: Herald is open (anyone may write and watch).
+    public var tokenKey: TokenKey? = nil
+    /// With a key: streams need no token (writes still do).
+    public var publicStreams = false
+    /// Changes one token (or, open, one address) may make a second, in bursts of twice that; more get
+    /// 429. nil: no limit.
+    public var writesPerSecond: Int? = 200
 
     public init() {}
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldHTTP
 
@@ -6,10 +7,12 @@ import HeraldHTTP
 final class SubscriptionFeed: EventFeed {
     private let subscription: Subscription
     private let localizer: TripLocalizer?
+    let expires: Date?
 
-    init(_ subscription: Subscription, localizer: TripLocalizer? = nil) {
+    init(_ subscription: Subscription, localizer: TripLocalizer? = nil, expires: Date? = nil) {
         self.subscription = subscription
         self.localizer = localizer
+        self.expires = expires
     }
 
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldDomain
+import HeraldHTTP
 import HeraldJSON
 
 // Request bodies read into the domain's typed commands. Every field is checked and every problem is
@@ -17,12 +18,23 @@ extension NewAuction {
 }
 
 extension NewBid {
-    init(json: JSONValue) throws(DomainError) {
+    /// `{bidder, amount}`. With a token, the bidder is the token's subject (`sub`): the body may leave
+    /// it out, and naming anyone else is 403.
+    init(json: JSONValue, as caller: Access.Caller) throws {
         var reader = try FieldReader(json)
-        let bidder = reader.string("bidder", length: 1...100)
+        let subject = caller.token.map { $0.subject ?? "" }
+        let bidder = reader.string("bidder", required: subject == nil, length: 1...100)
         let amount = reader.integer("amount", range: 0...Money.maximum)
         try reader.finish()
-        self.init(bidder: bidder ?? "", amount: amount ?? 0)
+        if let subject {
+            guard !subject.isEmpty, subject.utf8.count <= 100 else {
+                throw Problem(status: 403, detail: "the token has no sub (of 1 to 100 characters) to bid as")
+            }
+            if let bidder, bidder != subject {
+                throw Problem(status: 403, detail: "the token bids as '\(RequestGuard.printable(subject))', not as '\(RequestGuard.printable(bidder))'")
+            }
+        }
+        self.init(bidder: subject ?? bidder ?? "", amount: amount ?? 0)
     }
 }
 

@@ -7,6 +7,7 @@ import HeraldJSON
 struct EventRoutes: Sendable {
     let hub: Hub
     let queueLimit: Int
+    let access: Access
     /// Whether a topic names a subject that exists (unknown auctions, trips and units are 404), or
     /// could never name one (400).
     let check: @Sendable (String) -> TopicStatus
@@ -22,6 +23,8 @@ struct EventRoutes: Sendable {
     static let maxTopics = 64
 
     func stream(_ request: Request, topics: [String]) throws -> Response {
+        // Who asks comes first: without a token, whether a subject exists is not told.
+        let expires = try access.watcher(request, topics: topics)
         for topic in topics {
             switch check(topic) {
             case .exists: continue
@@ -36,7 +39,7 @@ struct EventRoutes: Sendable {
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         let locale = request.locale
         let localized = topics.contains { $0.hasPrefix("trips/") } && locale.identifier != Trip.eventLocale.identifier
-        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil))
+        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil, expires: expires))
     }
 
     /// `GET /events?topic=…&topic=…`.

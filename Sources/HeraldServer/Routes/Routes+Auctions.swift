@@ -7,7 +7,7 @@ import Synchronization
 extension Routes {
     mutating func addAuctions(_ auctions: AuctionHouse, events: EventRoutes) {
         let encodings = AuctionEncodings()
-        write("POST", "/auctions") { request in
+        write("POST", "/auctions", topic: "auctions/*") { request, _ in
             let new = try NewAuction(json: try request.json())
             return { () throws(DomainError) in
                 let auction = try auctions.create(new)
@@ -42,10 +42,10 @@ extension Routes {
             }
             return .json(try auctions.bid(number, on: id).json)
         }
-        write("POST", "/auctions/{id}/bids") { request in
+        write("POST", "/auctions/{id}/bids", topic: "auctions/{id}") { request, caller in
             let id = request.parameter("id")
             guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
-            let bid = try NewBid(json: try request.json())
+            let bid = try NewBid(json: try request.json(), as: caller)
             return { () throws(DomainError) in
                 let result = try auctions.bid(on: id, bid)
                 return .json(["bid": result.bid.json, "auction": result.auction.json(at: auctions.now)], status: 201,

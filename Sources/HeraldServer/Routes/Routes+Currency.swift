@@ -5,7 +5,7 @@ import HeraldJSON
 extension Routes {
     mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
         add("GET", "/currency") { _ in .json(currency.value.json) }
-        write("PUT", "/currency") { request in
+        write("PUT", "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())
             return { () throws(DomainError) in
                 try currency.set(wanted)

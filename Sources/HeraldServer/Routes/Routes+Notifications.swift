@@ -4,7 +4,7 @@ import HeraldJSON
 
 extension Routes {
     mutating func addNotifications(_ journal: Journal, events: EventRoutes) {
-        write("POST", "/notifications/{name}") { request in
+        write("POST", "/notifications/{name}", topic: "notifications/{name}") { request, _ in
             let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
             return { () throws(DomainError) in
                 let id = try journal.post(post.entry(postedAt: Timestamp.format(journal.now)))

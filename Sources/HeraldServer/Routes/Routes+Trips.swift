@@ -5,7 +5,7 @@ import HeraldJSON
 
 extension Routes {
     mutating func addTrips(_ trips: TripBoard, events: EventRoutes) {
-        write("POST", "/trips") { request in
+        write("POST", "/trips", topic: "trips/*") { request, _ in
             let new = try NewTrip(json: try request.json()), locale = request.locale
             return { () throws(DomainError) in
                 let trip = try trips.create(new)
@@ -19,13 +19,13 @@ extension Routes {
                                    lastKey: page.entries.last?.id, request: request)
         }
         add("GET", "/trips/{id}") { request in .json(try trips.get(request.parameter("id")).json(locale: request.locale)) }
-        write("PATCH", "/trips/{id}") { request in
+        write("PATCH", "/trips/{id}", topic: "trips/{id}") { request, _ in
             let id = request.parameter("id")
             _ = try trips.get(id)
             let patch = try TripPatch(json: try request.json()), locale = request.locale
             return { () throws(DomainError) in .json(try trips.setActualDeparture(id, to: patch.actualDeparture).json(locale: locale)) }
         }
-        write("POST", "/trips/{id}/delay") { request in
+        write("POST", "/trips/{id}/delay", topic: "trips/{id}") { request, _ in
             let id = request.parameter("id")
             _ = try trips.get(id)
             let delay = try TripDelay(json: try request.json()), locale = request.locale

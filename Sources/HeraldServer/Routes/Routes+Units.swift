@@ -11,7 +11,7 @@ extension Routes {
         }
         add("GET", "/units/events") { request in try events.stream(request, topics: [UnitStore.collectionTopic]) }
         add("GET", "/units/{id}") { request in .json(try units.get(request.parameter("id")).json) }
-        write("PUT", "/units/{id}") { request in
+        write("PUT", "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
             let unit = try HeraldDomain.Unit(id: id, json: try request.json())
             return { () throws(DomainError) in
@@ -19,7 +19,7 @@ extension Routes {
                 return .json(unit.json, status: created ? 201 : 200, headers: created ? [("Location", "/units/\(id)")] : [])
             }
         }
-        write("DELETE", "/units/{id}") { request in
+        write("DELETE", "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
             return { () throws(DomainError) in
                 try units.delete(id)

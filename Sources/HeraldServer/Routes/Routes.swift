@@ -1,3 +1,4 @@
+import Foundation
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
@@ -12,10 +13,12 @@ struct Routes {
     private(set) var router: Router
     private let logger: Logger
     private let writer: Writer
+    let access: Access
 
-    init(logger: Logger, writer: Writer) {
+    init(logger: Logger, writer: Writer, access: Access) {
         self.logger = logger
         self.writer = writer
+        self.access = access
         router = Router { request, error in
             logger.error("unexpected error", metadata: ["http.request_id": "\(request.id)", "error": "\(error)"])
         }
@@ -35,10 +38,15 @@ struct Routes {
     /// A route that changes state. `handler` reads and checks the request on the server's thread and
     /// returns the change, which runs on the writer; the answer comes once the change is durable and
     /// published. Meanwhile the connection waits and the server serves others.
-    mutating func write(_ method: String, _ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Change) {
-        let (writer, logger) = (writer, logger)
+    ///
+    /// - Parameter topic: the topic the change publishes to, with the pattern's parameters (`units/{id}`):
+    ///   a token must be allowed to publish there (see `Access`), before the body is read.
+    mutating func write(_ method: String, _ pattern: String, topic: String,
+                        _ handler: @escaping @Sendable (Request, Access.Caller) throws -> Change) {
+        let (writer, logger, access) = (writer, logger, access)
         add(method, pattern) { request in
-            let change = try handler(request)
+            let caller = try access.writer(request, topic: Self.topic(topic, of: request))
+            let change = try handler(request, caller)
             return .later { answer in
                 writer.submit(change) { result in
                     switch result {
@@ -48,6 +56,12 @@ struct Routes {
                 }
             }
         }
+    }
+
+    /// `template` with each `{name}` replaced by that path parameter.
+    static func topic(_ template: String, of request: Request) -> String {
+        guard template.contains("{") else { return template }
+        return request.parameters.reduce(template) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
     }
 
     private static func problem(_ error: DomainError, request: Request, logger: Logger) -> Problem {

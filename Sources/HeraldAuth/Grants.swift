@@ -1,0 +1,28 @@
+/// What a token may do: the topics it may publish to and subscribe to, as patterns.
+public struct Grants: Codable, Sendable, Equatable {
+    public var publish: [String]
+    public var subscribe: [String]
+
+    public init(publish: [String] = [], subscribe: [String] = []) {
+        self.publish = publish
+        self.subscribe = subscribe
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        publish = try container.decodeIfPresent([String].self, forKey: .publish) ?? []
+        subscribe = try container.decodeIfPresent([String].self, forKey: .subscribe) ?? []
+    }
+
+    public func mayPublish(_ topic: String) -> Bool { publish.contains { Self.matches($0, topic) } }
+
+    public func maySubscribe(_ topic: String) -> Bool { subscribe.contains { Self.matches($0, topic) } }
+
+    /// A pattern is a topic (`units/scout`, `currency`), or ends in `*` and then matches every topic
+    /// that starts with what comes before it: `auctions/*`, `notifications/door.*`, and `*` for all.
+    /// A `*` anywhere else is an ordinary character.
+    public static func matches(_ pattern: String, _ topic: String) -> Bool {
+        guard pattern.hasSuffix("*") else { return pattern == topic }
+        return topic.hasPrefix(pattern.dropLast())
+    }
+}

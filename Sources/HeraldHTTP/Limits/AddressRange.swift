@@ -1,0 +1,74 @@
+import Foundation
+
+/// An IP address range in CIDR notation (`10.0.0.0/8`, `::1/128`, or an address alone): which peers
+/// are proxies whose `X-Forwarded-For` Herald believes.
+public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
+    /// The address as 16 bytes (IPv4 as IPv4-mapped IPv6), and how many leading bits must match.
+    private let bytes: [UInt8]
+    private let prefix: Int
+    public let description: String
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let address = parts.first.flatMap({ Self.bytes(of: String($0)) }) else { return nil }
+        let isV4 = !parts[0].contains(":")
+        let maximum = isV4 ? 32 : 128
+        var prefix = maximum
+        if parts.count == 2 {
+            guard parts[1].isASCIIDigits, let bits = Int(parts[1]), bits <= maximum else { return nil }
+            prefix = bits
+        }
+        self.bytes = address
+        self.prefix = isV4 ? prefix + 96 : prefix
+        description = text
+    }
+
+    /// Whether `address` (as text) lies in the range; false when it is not an address.
+    public func contains(_ address: String) -> Bool {
+        guard let other = Self.bytes(of: address) else { return false }
+        var bits = prefix
+        for index in 0..<16 where bits > 0 {
+            let mask: UInt8 = bits >= 8 ? 0xFF : ~(0xFF >> UInt8(bits))
+            if bytes[index] & mask != other[index] & mask { return false }
+            bits -= 8
+        }
+        return true
+    }
+
+    /// 16 bytes for an IPv4 or IPv6 address, nil for anything else.
+    static func bytes(of text: String) -> [UInt8]? {
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        return nil
+    }
+}
+
+/// Who a request comes from: the peer's address, or behind a trusted proxy the address that proxy
+/// saw. `X-Forwarded-For` is read right to left, past every trusted proxy, and the first address that
+/// is not one is the client (a client can prepend anything, but not what the proxies append).
+public struct ClientResolver: Sendable {
+    public let trustedProxies: [AddressRange]
+
+    public init(trustedProxies: [AddressRange]) { self.trustedProxies = trustedProxies }
+
+    public func isTrusted(_ address: String) -> Bool { trustedProxies.contains { $0.contains(address) } }
+
+    /// - Parameter forwardedFor: every `X-Forwarded-For` value, in order.
+    public func client(peer: String, forwardedFor: [String]) -> String {
+        guard !trustedProxies.isEmpty, isTrusted(peer), !forwardedFor.isEmpty else { return peer }
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpacesAndTabs }
+        var client = peer
+        for hop in hops.reversed() {
+            guard AddressRange.bytes(of: hop) != nil else { return client }
+            client = hop
+            if !isTrusted(hop) { return hop }
+        }
+        return client
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import HeraldAuth
+import HeraldHTTP
+
+/// Who may write and who may watch. With no key Herald is open: anyone may do anything, and only
+/// the write rate per address is limited. With a key, a write needs `Authorization: Bearer <jwt>`
+/// whose `herald.publish` patterns name the topic written, and a stream needs a token whose
+/// `herald.subscribe` patterns name every topic watched (unless streams are public).
+struct Access: Sendable {
+    /// A request's author, once let through: the checked token, or nil when Herald is open.
+    struct Caller: Sendable {
+        let token: VerifiedToken?
+    }
+
+    let verifier: TokenVerifier?
+    /// Streams need no token.
+    let publicStreams: Bool
+    /// Writes per token (its subject) or client address; nil: no limit.
+    let writeRate: RateLimiter?
+    let now: @Sendable () -> Date
+
+    /// The name of the cookie a browser's EventSource may carry the token in.
+    static let cookie = "herald_token"
+
+    /// Whether writes need a token.
+    var isOpen: Bool { verifier == nil }
+
+    /// Lets a write to `topic` through, or throws its 401, 403 or 429. Only the `Authorization`
+    /// header counts for a write: a cookie would let any page the user visits write in their name.
+    func writer(_ request: Request, topic: String) throws -> Caller {
+        var caller = Caller(token: nil)
+        var rateKey = "address " + request.client
+        if let verifier {
+            guard let token = Self.bearer(request) else { throw Self.unauthorized("a change needs a token: Authorization: Bearer <jwt>") }
+            let verified = try verify(token, with: verifier)
+            guard verified.grants.mayPublish(topic) else {
+                throw Problem(status: 403, detail: "the token may not publish to '\(RequestGuard.printable(topic))'",
+                              extra: [("topic", .string(topic))])
+            }
+            caller = Caller(token: verified)
+            rateKey = verified.subject.map { "subject " + $0 } ?? "token " + token
+        }
+        if let writeRate, let wait = writeRate.take(rateKey) {
+            throw Problem(status: 429, detail: "more than \(writeRate.rate) changes a second from one "
+                          + (verifier == nil ? "address" : "token") + "; slow down",
+                          headers: [("Retry-After", String(wait.retryAfterSeconds))])
+        }
+        return caller
+    }
+
+    /// Lets a stream of `topics` open, or throws its 401 or 403; returns when the stream must end
+    /// (the token's `exp`). A stream's token may come as the header, the `herald_token` cookie or
+    /// `?access_token=` (EventSource cannot set headers).
+    func watcher(_ request: Request, topics: [String]) throws -> Date? {
+        guard let verifier, !publicStreams else { return nil }
+        guard let token = Self.bearer(request) ?? Self.cookie(request) ?? request.query("access_token") else {
+            throw Self.unauthorized("a stream needs a token: Authorization: Bearer <jwt>, the \(Self.cookie) cookie, or ?access_token=")
+        }
+        let verified = try verify(token, with: verifier)
+        if let denied = topics.first(where: { !verified.grants.maySubscribe($0) }) {
+            throw Problem(status: 403, detail: "the token may not subscribe to '\(RequestGuard.printable(denied))'",
+                          extra: [("topic", .string(denied))])
+        }
+        return verified.expires
+    }
+
+    private func verify(_ token: String, with verifier: TokenVerifier) throws -> VerifiedToken {
+        do {
+            return try verifier.verify(token, at: now())
+        } catch {
+            throw Self.unauthorized(error.description, invalid: true)
+        }
+    }
+
+    /// 401 with the challenge RFC 6750 §3 asks for; `invalid`: a token came and was refused.
+    static func unauthorized(_ detail: String, invalid: Bool = false) -> Problem {
+        let challenge = invalid ? "Bearer realm=\"herald\", error=\"invalid_token\"" : "Bearer realm=\"herald\""
+        return Problem(status: 401, detail: detail, headers: [("WWW-Authenticate", challenge)])
+    }
+
+    /// The token of `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1).
+    static func bearer(_ request: Request) -> String? {
+        guard let value = request.header("Authorization") else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingSpacesAndTabs
+        return token.isEmpty ? nil : token
+    }
+
+    /// The `herald_token` cookie, from any `Cookie` header.
+    static func cookie(_ request: Request) -> String? {
+        for header in request.headers where header.name == "cookie" {
+            for pair in header.value.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingSpacesAndTabs == cookie {
+                    let value = parts[1].trimmingSpacesAndTabs
+                    if !value.isEmpty { return value }
+                }
+            }
+        }
+        return nil
+    }
+}
