@@ -1,7 +1,5 @@
-import Dispatch
 import Foundation
 import JWTKit
-import Synchronization
 
 /// The key Herald checks tokens with (and `herald token` signs with): an HMAC secret (HS256), or a
 /// PEM key for ES256 or RS256. Only the algorithm the key is for is accepted: a token whose header
@@ -18,44 +16,42 @@ public struct TokenKey: Sendable {
 
     /// An HS256 secret. Shorter than 32 bytes is refused: RFC 7518 §3.2 asks for a key at least as
     /// long as the hash.
-    public static func secret(_ secret: String) throws(TokenKeyError) -> TokenKey {
+    public static func secret(_ secret: String) async throws(TokenKeyError) -> TokenKey {
         guard secret.utf8.count >= 32 else {
             throw TokenKeyError("an HS256 secret must be at least 32 bytes long (RFC 7518 §3.2), not \(secret.utf8.count)")
         }
-        return try make { collection in await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256) }
+        return try await make { collection in await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256) }
     }
 
     /// A public key in PEM: EC P-256 (ES256) or RSA (RS256, at least 2048 bits).
-    public static func publicKey(pem: String) throws(TokenKeyError) -> TokenKey {
+    public static func publicKey(pem: String) async throws(TokenKeyError) -> TokenKey {
         if let key = try? ES256PublicKey(pem: pem) {
-            return try make { collection in await collection.add(ecdsa: key) }
+            return try await make { collection in await collection.add(ecdsa: key) }
         }
         if let key = try? Insecure.RSA.PublicKey(pem: pem) {
-            return try make { collection in await collection.add(rsa: key, digestAlgorithm: .sha256) }
+            return try await make { collection in await collection.add(rsa: key, digestAlgorithm: .sha256) }
         }
         throw TokenKeyError("the public key is neither an EC P-256 (ES256) nor an RSA (RS256) key in PEM")
     }
 
     /// A private key in PEM, to sign with: EC P-256 (ES256) or RSA (RS256).
-    public static func privateKey(pem: String) throws(TokenKeyError) -> TokenKey {
+    public static func privateKey(pem: String) async throws(TokenKeyError) -> TokenKey {
         if let key = try? ES256PrivateKey(pem: pem) {
-            return try make { collection in await collection.add(ecdsa: key) }
+            return try await make { collection in await collection.add(ecdsa: key) }
         }
         if let key = try? Insecure.RSA.PrivateKey(pem: pem) {
-            return try make { collection in await collection.add(rsa: key, digestAlgorithm: .sha256) }
+            return try await make { collection in await collection.add(rsa: key, digestAlgorithm: .sha256) }
         }
         throw TokenKeyError("the private key is neither an EC P-256 (ES256) nor an RSA (RS256) key in PEM")
     }
 
     /// jwt-kit keeps keys in an actor; Herald reads the algorithm out once, at start, and verifies on
     /// its own threads without a hop.
-    private static func make(_ add: @escaping @Sendable (JWTKeyCollection) async -> Void) throws(TokenKeyError) -> TokenKey {
+    private static func make(_ add: @Sendable (JWTKeyCollection) async -> Void) async throws(TokenKeyError) -> TokenKey {
         let collection = JWTKeyCollection()
         do {
-            let algorithm = try waitFor {
-                await add(collection)
-                return try await collection.getKey()
-            }
+            await add(collection)
+            let algorithm = try await collection.getKey()
             return TokenKey(algorithm: algorithm, collection: collection)
         } catch {
             throw TokenKeyError("the key cannot be used: \(error)")
@@ -68,20 +64,4 @@ public struct TokenKeyError: Error, CustomStringConvertible, Sendable {
     public let description: String
 
     init(_ description: String) { self.description = description }
-}
-
-/// Runs async work to its end from synchronous code that is not on Swift's concurrency pool (the
-/// start of the process, a command). Never call it from a task.
-func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    guard let outcome = result.withLock({ $0 }) else { throw TokenKeyError("the work ended without a result") }
-    return try outcome.get()
 }

@@ -79,8 +79,7 @@ public struct TokenIssuer: Sendable {
 
     public init(key: TokenKey) { self.key = key }
 
-    public func sign(_ claims: TokenClaims) throws -> String {
-        let collection = key.collection
-        return try waitFor { try await collection.sign(claims) }
+    public func sign(_ claims: TokenClaims) async throws -> String {
+        try await key.collection.sign(claims)
     }
 }

@@ -139,9 +139,15 @@ struct HeraldServe: ParsableCommand {
 
     /// The key from `--jwt-key`, `--jwt-key-file` or `--jwt-public-key-file`; nil when none is given.
     func tokenKey() throws -> TokenKey? {
-        if let jwtKey { return try TokenKey.secret(jwtKey) }
-        if let jwtKeyFile { return try TokenKey.secret(try Self.read(jwtKeyFile, trimmingNewline: true)) }
-        if let jwtPublicKeyFile { return try TokenKey.publicKey(pem: try Self.read(jwtPublicKeyFile, trimmingNewline: false)) }
+        if let jwtKey { return try waitFor { try await TokenKey.secret(jwtKey) } }
+        if let jwtKeyFile {
+            let secret = try Self.read(jwtKeyFile, trimmingNewline: true)
+            return try waitFor { try await TokenKey.secret(secret) }
+        }
+        if let jwtPublicKeyFile {
+            let pem = try Self.read(jwtPublicKeyFile, trimmingNewline: false)
+            return try waitFor { try await TokenKey.publicKey(pem: pem) }
+        }
         return nil
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldAuth
+import Synchronization
 
 /// `herald token`: prints a signed token, for curl users, scripts and tests.
 struct TokenCommand: ParsableCommand {
@@ -46,11 +47,13 @@ struct TokenCommand: ParsableCommand {
         let signingKey: TokenKey
         do {
             if let key {
-                signingKey = try TokenKey.secret(key)
+                signingKey = try waitFor { try await TokenKey.secret(key) }
             } else if let keyFile {
-                signingKey = try TokenKey.secret(try HeraldServe.read(keyFile, trimmingNewline: true))
+                let secret = try HeraldServe.read(keyFile, trimmingNewline: true)
+                signingKey = try waitFor { try await TokenKey.secret(secret) }
             } else if let privateKeyFile {
-                signingKey = try TokenKey.privateKey(pem: try HeraldServe.read(privateKeyFile, trimmingNewline: false))
+                let pem = try HeraldServe.read(privateKeyFile, trimmingNewline: false)
+                signingKey = try waitFor { try await TokenKey.privateKey(pem: pem) }
             } else {
                 throw ValidationError("give one of --key, --key-file and --private-key-file")
             }
@@ -60,7 +63,7 @@ struct TokenCommand: ParsableCommand {
         let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(Self.seconds(ttl) ?? 3600)).rounded(.down))
         let claims = TokenClaims(subject: sub, expires: expires,
                                  grants: Grants(publish: publish, subscribe: subscribe))
-        print(try TokenIssuer(key: signingKey).sign(claims))
+        print(try waitFor { try await TokenIssuer(key: signingKey).sign(claims) })
     }
 
     /// `90`, `90s`, `15m`, `1h`, `7d` as seconds; nil for anything else, zero or more than a year.
@@ -71,4 +74,20 @@ struct TokenCommand: ParsableCommand {
               let value = Int(digits), value > 0, value * unit <= 366 * 86_400 else { return nil }
         return value * unit
     }
+}
+
+/// Runs async work to its end from the main thread of a command, which is not one of Swift's
+/// concurrency threads: those stay free to run the work. Never call it from a task.
+func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    guard let outcome = result.withLock({ $0 }) else { throw ValidationError("the work ended without a result") }
+    return try outcome.get()
 }

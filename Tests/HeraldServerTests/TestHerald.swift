@@ -14,7 +14,7 @@ final class TestHerald {
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,
          bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil, historyDays: Int? = 7,
          allowedHosts: [String]? = nil, corsOrigin: String = "*", connectionLimit: Int? = nil,
-         synchronous: Synchronous = .normal) throws {
+         synchronous: Synchronous = .normal, configure: (inout HeraldConfiguration) -> Void = { _ in }) throws {
         var configuration = HeraldConfiguration()
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
@@ -29,6 +29,7 @@ final class TestHerald {
         configuration.dataDirectory = dataDirectory
         configuration.historyDays = historyDays
         configuration.synchronous = synchronous
+        configure(&configuration)
         self.clock = clock
         herald = try Herald(configuration: configuration, logger: Logger(label: "test"), clock: clock ?? SystemClock())
         try herald.start()

@@ -20,7 +20,7 @@ extension NewAuction {
 extension NewBid {
     /// `{bidder, amount}`. With a token, the bidder is the token's subject (`sub`): the body may leave
     /// it out, and naming anyone else is 403.
-    init(json: JSONValue, as caller: Access.Caller) throws {
+    init(json: JSONValue, as caller: Access.Caller = Access.Caller(token: nil)) throws {
         var reader = try FieldReader(json)
         let subject = caller.token.map { $0.subject ?? "" }
         let bidder = reader.string("bidder", required: subject == nil, length: 1...100)

@@ -1,0 +1,245 @@
+import Foundation
+import HeraldAuth
+import HeraldServer
+import HeraldTestSupport
+import JWTKit
+import Testing
+
+/// Tokens for the tests, signed with jwt-kit through `TokenIssuer`.
+enum Tokens {
+    static let secret = "herald-test-secret-0123456789abcdef"
+
+    static func key() async throws -> TokenKey { try await TokenKey.secret(secret) }
+
+    static func make(signedWith key: TokenKey? = nil, sub: String? = "ann", publish: [String] = ["*"], subscribe: [String] = ["*"],
+                     expires: Date = Date().addingTimeInterval(3600), notBefore: Date? = nil) async throws -> String {
+        let claims = TokenClaims(subject: sub, expires: expires, notBefore: notBefore, grants: Grants(publish: publish, subscribe: subscribe))
+        let signer = if let key { key } else { try await Self.key() }
+        return try await TokenIssuer(key: signer).sign(claims)
+    }
+
+    /// A token whose header and payload are these JSON texts, and whose signature is `signature`.
+    static func forged(header: String, payload: String, signature: String = "") -> String {
+        [header, payload].map { Data($0.utf8).base64URL }.joined(separator: ".") + "." + signature
+    }
+
+    static func bearer(_ token: String) -> [(String, String)] { [("Authorization", "Bearer " + token)] }
+}
+
+extension Data {
+    var base64URL: String {
+        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+extension TestHerald {
+    /// A server that needs tokens signed with `Tokens.secret` (or `key`).
+    static func secured(key: TokenKey? = nil, publicStreams: Bool = false, examples: Bool = true,
+                        configure: (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
+        let key = if let key { key } else { try await Tokens.key() }
+        return try TestHerald(examples: examples) { configuration in
+            configuration.tokenKey = key
+            configuration.publicStreams = publicStreams
+            configure(&configuration)
+        }
+    }
+}
+
+@Suite struct AuthorizationTests {
+    /// The example auction's price, read without a token (reads are open).
+    func price(_ client: HTTPClient) throws -> Int? { try client.get("/auctions/1").json["price"] as? Int }
+
+    @Test func aChangeWithoutATokenIs401WithABearerChallengeAndChangesNothing() async throws {
+        let server = try await TestHerald.secured()
+        let client = server.client()
+        let before = try client.get("/subjects").text
+        for (method, path, body) in [("POST", "/auctions/1/bids", #"{"bidder":"ann","amount":500}"#), ("PUT", "/currency", #"{"default":"euro"}"#),
+                                     ("PUT", "/units/scout", #"{"name":"S","status":"dead"}"#), ("DELETE", "/units/scout", ""),
+                                     ("POST", "/notifications/door", #"{"payload":1}"#), ("POST", "/auctions", #"{"item":"x","countdownSeconds":5}"#)] {
+            let response = try client.request(method, path, json: body.isEmpty ? nil : body)
+            #expect(response.status == 401, "\(method) \(path)")
+            #expect(response.header("WWW-Authenticate") == #"Bearer realm="herald""#)
+            #expect(response.header("Content-Type") == "application/problem+json")
+        }
+        #expect(try price(client) == 100)
+        #expect(try client.get("/currency").json["default"] as? String == "dollar")
+        #expect(try client.get("/units/scout").json["status"] as? String == "healthy")
+        #expect(try client.get("/subjects").text == before)
+    }
+
+    @Test func badTokensAre401InvalidTokenAndChangeNothing() async throws {
+        let server = try await TestHerald.secured()
+        let client = server.client()
+        let otherKey = try await TokenKey.secret("another-secret-of-thirty-two-bytes!")
+        let payload = #"{"sub":"ann","exp":\#(Int(Date().timeIntervalSince1970) + 3600),"herald":{"publish":["*"]}}"#
+        let tokens: [(String, String)] = [
+            ("expired", try await Tokens.make(expires: Date().addingTimeInterval(-5))),
+            ("not yet valid", try await Tokens.make(notBefore: Date().addingTimeInterval(600))),
+            ("wrong key", try await Tokens.make(signedWith: otherKey)),
+            ("alg none", Tokens.forged(header: #"{"alg":"none","typ":"JWT"}"#, payload: payload)),
+            ("alg none, signature kept", Tokens.forged(header: #"{"alg":"none","typ":"JWT"}"#, payload: payload, signature: "abc")),
+            ("no exp", Tokens.forged(header: #"{"alg":"HS256","typ":"JWT"}"#, payload: #"{"sub":"ann"}"#, signature: "abc")),
+            ("garbage", "not-a-token"),
+            ("tampered payload", try Self.tampered(try await Tokens.make(publish: ["units/*"]))),
+        ]
+        for (name, token) in tokens {
+            let response = try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(token))
+            #expect(response.status == 401, "\(name)")
+            #expect(response.header("WWW-Authenticate") == #"Bearer realm="herald", error="invalid_token""#, "\(name)")
+            #expect((response.json["detail"] as? String)?.isEmpty == false)
+        }
+        #expect(try price(client) == 100)
+        #expect(try client.get("/auctions/1/bids").json["bids"] as? [Any] == nil || (try client.get("/auctions/1/bids").json["bids"] as? [Any])?.isEmpty == true)
+    }
+
+    /// The token with its payload's `units/*` widened to `*`, and the signature left as it was.
+    static func tampered(_ token: String) throws -> String {
+        let parts = token.split(separator: ".").map(String.init)
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        let payload = String(decoding: try #require(Data(base64Encoded: base64)), as: UTF8.self)
+        let widened = payload.replacingOccurrences(of: #"units\/*"#, with: "*")
+        try #require(widened != payload)
+        return [parts[0], Data(widened.utf8).base64URL, parts[2]].joined(separator: ".")
+    }
+
+    @Test func aTokenSignedWithTheServersPublicKeyAsAnHMACSecretIsRefused() async throws {
+        let privateKey = ES256PrivateKey()
+        let publicPEM = privateKey.publicKey.pemRepresentation
+        let server = try await TestHerald.secured(key: try await TokenKey.publicKey(pem: publicPEM))
+        let client = server.client()
+        // The classic confusion: HS256 with the public key's text as the secret.
+        let forged = try await Tokens.make(signedWith: try await TokenKey.secret(publicPEM))
+        let refused = try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(forged))
+        #expect(refused.status == 401)
+        #expect((refused.json["detail"] as? String)?.contains("ES256") == true)
+        #expect(try price(client) == 100)
+        // The real private key's token goes through.
+        let real = try await Tokens.make(signedWith: try await TokenKey.privateKey(pem: privateKey.pemRepresentation))
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(real)).status == 201)
+        #expect(try price(client) == 500)
+    }
+
+    @Test func aTokenMayOnlyPublishWhereItsPatternsSay() async throws {
+        let server = try await TestHerald.secured()
+        let client = server.client()
+        let unitsOnly = try await Tokens.make(publish: ["units/scout", "notifications/door.*"])
+        let bid = try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(unitsOnly))
+        #expect(bid.status == 403)
+        #expect(bid.json["topic"] as? String == "auctions/1")
+        #expect(bid.header("WWW-Authenticate") == nil)
+        #expect(try client.request("PUT", "/units/other", json: #"{"name":"O","status":"dead"}"#, headers: Tokens.bearer(unitsOnly)).status == 403)
+        #expect(try client.request("PUT", "/currency", json: #"{"default":"euro"}"#, headers: Tokens.bearer(unitsOnly)).status == 403)
+        #expect(try client.request("POST", "/notifications/window", json: #"{"payload":1}"#, headers: Tokens.bearer(unitsOnly)).status == 403)
+        #expect(try price(client) == 100)
+        #expect(try client.get("/units/other").status == 404)
+        #expect(try client.request("PUT", "/units/scout", json: #"{"name":"S","status":"dead"}"#, headers: Tokens.bearer(unitsOnly)).status == 200)
+        #expect(try client.request("POST", "/notifications/door.front", json: #"{"payload":1}"#, headers: Tokens.bearer(unitsOnly)).status == 202)
+    }
+
+    @Test func aBidsBidderIsTheTokensSubject() async throws {
+        let server = try await TestHerald.secured()
+        let client = server.client()
+        let ann = try await Tokens.make(sub: "ann", publish: ["auctions/*"])
+        let asBob = try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"bob","amount":500}"#, headers: Tokens.bearer(ann))
+        #expect(asBob.status == 403)
+        #expect(try price(client) == 100)
+        let unnamed = try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(ann))
+        #expect(unnamed.status == 201)
+        #expect((unnamed.json["bid"] as? [String: Any])?["bidder"] as? String == "ann")
+        let named = try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":600}"#, headers: Tokens.bearer(ann))
+        #expect(named.status == 201)
+        let nobody = try await Tokens.make(sub: nil, publish: ["auctions/*"])
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":700}"#, headers: Tokens.bearer(nobody)).status == 403)
+        #expect(try price(client) == 600)
+        // A token may create auctions (auctions/*) and a write elsewhere is still checked by topic.
+        #expect(try client.request("POST", "/auctions", json: #"{"item":"Clock","countdownSeconds":5}"#, headers: Tokens.bearer(ann)).status == 201)
+    }
+
+    @Test func aStreamNeedsATokenThatMaySubscribeToEveryTopic() async throws {
+        let server = try await TestHerald.secured()
+        let client = server.client()
+        let none = try client.get("/auctions/1/events")
+        #expect(none.status == 401)
+        #expect(none.header("WWW-Authenticate") == #"Bearer realm="herald""#)
+        // Without a token a subject's existence is not told: 401, not 404.
+        #expect(try client.get("/auctions/999/events").status == 401)
+        let auctionsOnly = try await Tokens.make(subscribe: ["auctions/*"])
+        #expect(try client.get("/units/scout/events", headers: Tokens.bearer(auctionsOnly)).status == 403)
+        let mixed = try client.get("/events?topic=auctions/1&topic=currency", headers: Tokens.bearer(auctionsOnly))
+        #expect(mixed.status == 403)
+        #expect(mixed.json["topic"] as? String == "currency")
+        let expired = try await Tokens.make(expires: Date().addingTimeInterval(-1))
+        #expect(try client.get("/auctions/1/events", headers: Tokens.bearer(expired)).status == 401)
+        #expect(try server.observers(of: "auctions/1") == 0)
+        let stream = try server.stream("/events?topic=auctions/1", headers: Tokens.bearer(auctionsOnly))
+        #expect(try stream.next().event == "snapshot")
+    }
+
+    @Test func aStreamTakesItsTokenAsACookieOrAQueryArgumentButAChangeDoesNot() async throws {
+        let server = try await TestHerald.secured()
+        let client = server.client()
+        let token = try await Tokens.make()
+        let byCookie = try server.stream("/auctions/1/events", headers: [("Cookie", "theme=dark; herald_token=\(token)")])
+        #expect(try byCookie.next().event == "snapshot")
+        let byQuery = try server.stream("/auctions/1/events?access_token=\(token)")
+        #expect(try byQuery.next().event == "snapshot")
+        // A cookie would let any page a user visits change state in their name; a URL ends up in logs.
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: [("Cookie", "herald_token=\(token)")]).status == 401)
+        #expect(try client.request("POST", "/auctions/1/bids?access_token=\(token)", json: #"{"amount":500}"#).status == 401)
+        #expect(try price(client) == 100)
+    }
+
+    @Test func aStreamEndsWhenItsTokenExpiresAndResumesWithAFreshOne() async throws {
+        let server = try await TestHerald.secured()
+        let client = server.client()
+        let writer = try await Tokens.make(publish: ["*"])
+        let shortLived = try await Tokens.make(expires: Date().addingTimeInterval(2))
+        let stream = try server.stream("/auctions/1/events", headers: Tokens.bearer(shortLived))
+        #expect(try stream.next().event == "snapshot")
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":200}"#, headers: Tokens.bearer(writer)).status == 201)
+        let seen = try stream.next(named: "bid")
+        let lastId = try #require(seen.id)
+        #expect(stream.awaitEnd(timeout: 5), "the stream outlived its token")
+        // Missed while away, then back with a fresh token and Last-Event-ID: exactly what was missed.
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":300}"#, headers: Tokens.bearer(writer)).status == 201)
+        let fresh = try await Tokens.make()
+        let resumed = try server.stream("/auctions/1/events", headers: Tokens.bearer(fresh) + [("Last-Event-ID", lastId)])
+        let missed = try resumed.next(named: "bid")
+        #expect(missed.json["amount"] as? Int == 300 || (missed.json["bid"] as? [String: Any])?["amount"] as? Int == 300)
+        #expect(Int(missed.id ?? "") ?? 0 > Int(lastId) ?? 0)
+    }
+
+    @Test func publicStreamsNeedNoTokenButChangesStillDo() async throws {
+        let server = try await TestHerald.secured(publicStreams: true)
+        let stream = try server.stream("/auctions/1/events")
+        #expect(try stream.next().event == "snapshot")
+        #expect(try server.client().request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":500}"#).status == 401)
+    }
+
+    @Test func openHeraldTakesTheBidderFromTheBody() async throws {
+        let server = try TestHerald(examples: true)
+        let bid = try server.client().post("/auctions/1/bids", #"{"bidder":"bob","amount":500}"#)
+        #expect(bid.status == 201)
+        #expect((bid.json["bid"] as? [String: Any])?["bidder"] as? String == "bob")
+    }
+
+    @Test func patternsMatchATopicOrAPrefixEndingInAStar() {
+        #expect(Grants.matches("*", "units/scout"))
+        #expect(Grants.matches("auctions/*", "auctions/7"))
+        #expect(!Grants.matches("auctions/*", "auctions"))
+        #expect(!Grants.matches("auctions/*", "auctionsX/7"))
+        #expect(Grants.matches("notifications/door.*", "notifications/door.front"))
+        #expect(!Grants.matches("notifications/door.*", "notifications/window"))
+        #expect(Grants.matches("units/scout", "units/scout"))
+        #expect(!Grants.matches("units/scout", "units/scout2"))
+        #expect(!Grants.matches("units/*/x", "units/a/x"))
+        #expect(!Grants().mayPublish("currency"))
+    }
+
+    @Test func shortSecretsAndUnreadableKeysAreRefusedAtStart() async {
+        await #expect(throws: TokenKeyError.self) { try await TokenKey.secret("short") }
+        await #expect(throws: TokenKeyError.self) { try await TokenKey.publicKey(pem: "-----BEGIN PUBLIC KEY-----\nxx\n-----END PUBLIC KEY-----") }
+    }
+}
