@@ -11,17 +11,17 @@ const view = {
   source: null,
   retryMs: 3000,
   resyncedUntil: 0,
+  // A token (JWT) for a Herald that needs one; kept for this tab only.
+  token: sessionStorage.getItem("herald.token") || "",
 };
 
 // ---- HTTP -------------------------------------------------------------------------------------
 
 /** Sends JSON; resolves to the parsed body, or throws an Error carrying the problem's detail. */
 async function send(method, path, body) {
-  const response = await fetch(path, {
-    method,
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  const headers = body === undefined ? {} : { "Content-Type": "application/json" };
+  if (view.token && method !== "GET") headers.Authorization = `Bearer ${view.token}`;
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
   const data = text ? JSON.parse(text) : null;
   if (!response.ok) {
@@ -29,6 +29,16 @@ async function send(method, path, body) {
     throw new Error((data && data.detail) || fields || `${response.status} ${response.statusText}`);
   }
   return data;
+}
+
+/** The `sub` of the token in use, read from its payload (Herald checks it; this only fills a form), or "". */
+function tokenSubject() {
+  try {
+    const payload = view.token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(payload)).sub || "";
+  } catch (error) {
+    return "";
+  }
 }
 
 /** Every entry of a paged list (`GET path`, then each page's `next`), at most `pages` pages. */
@@ -71,7 +81,9 @@ function setConnection(state, text) {
 /** (Re)opens the stream for what is on screen. EventSource itself reconnects with Last-Event-ID. */
 function subscribe() {
   if (view.source) view.source.close();
-  const query = topics().map((topic) => `topic=${encodeURIComponent(topic)}`).join("&");
+  // EventSource cannot set headers: the token goes in the query (Herald keeps it out of its logs).
+  const token = view.token ? `&access_token=${encodeURIComponent(view.token)}` : "";
+  const query = topics().map((topic) => `topic=${encodeURIComponent(topic)}`).join("&") + token;
   const source = new EventSource(`/events?${query}`);
   view.source = source;
   setConnection("connecting", "connecting…");
@@ -80,7 +92,8 @@ function subscribe() {
   };
   source.onerror = () => {
     if (source.readyState === EventSource.CLOSED) {
-      // The server refused the stream (a restart lost this auction, say): start over shortly.
+      // The server refused the stream (a restart lost this auction, a token missing or expired):
+      // start over shortly.
       setConnection("reconnecting", `reconnecting in ${view.retryMs / 1000} s`);
       setTimeout(() => { if (view.source === source) reload(); }, view.retryMs);
     } else {
@@ -259,10 +272,17 @@ function wire() {
   $("bid-form").addEventListener("submit", (event) => {
     event.preventDefault();
     if (!view.auctionId) return;
-    attempt("bid-problem", () => send("POST", `/auctions/${view.auctionId}/bids`, {
-      bidder: $("bidder").value,
-      amount: Number($("amount").value),
-    }));
+    // With a token the bidder is the token's user: an empty field takes its name.
+    const bid = { bidder: $("bidder").value || tokenSubject(), amount: Number($("amount").value) };
+    attempt("bid-problem", () => send("POST", `/auctions/${view.auctionId}/bids`, bid));
+  });
+  $("token").value = view.token;
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    view.token = $("token").value.trim();
+    if (view.token) sessionStorage.setItem("herald.token", view.token); else sessionStorage.removeItem("herald.token");
+    $("token-problem").textContent = "";
+    subscribe();
   });
   $("currency-select").addEventListener("change", (event) => {
     attempt("currency-problem", () => send("PUT", "/currency", { default: event.target.value }));

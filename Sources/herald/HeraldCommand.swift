@@ -97,7 +97,7 @@ struct HeraldServe: ParsableCommand {
     var maxHeaderBytes: Int = Environment.int("HERALD_MAX_HEADER_BYTES") ?? 8192
 
     @Option(help: "Longest request target (path and query) in bytes; longer gets 414 (env HERALD_MAX_URL_BYTES).")
-    var maxUrlBytes: Int = Environment.int("HERALD_MAX_URL_BYTES") ?? 4096
+    var maxUrlBytes: Int = Environment.int("HERALD_MAX_URL_BYTES") ?? 8192
 
     @Option(help: "Proxy addresses or CIDR ranges, comma-separated, whose X-Forwarded-For names the client (env HERALD_TRUSTED_PROXY).")
     var trustedProxy: String? = Environment.string("HERALD_TRUSTED_PROXY")
@@ -200,7 +200,7 @@ struct HeraldServe: ParsableCommand {
         configuration.http.headerTimeout = .seconds(headerTimeout)
         configuration.http.headerBytesLimit = maxHeaderBytes
         configuration.http.targetBytesLimit = maxUrlBytes
-        configuration.http.connectionMemoryLimit = max(connectionMemory, maxHeaderBytes + maxUrlBytes + 4096)
+        configuration.http.connectionMemoryLimit = max(connectionMemory, maxHeaderBytes + maxUrlBytes)
         configuration.http.trustedProxies = trustedProxy.flatMap(Self.addressRanges) ?? []
         do {
             configuration.tokenKey = try tokenKey()

@@ -117,7 +117,7 @@ extension TestHerald {
         #expect(try price(client) == 100)
         // The real private key's token goes through.
         let real = try await Tokens.make(signedWith: try await TokenKey.privateKey(pem: privateKey.pemRepresentation))
-        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(real)).status == 201)
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":500}"#, headers: Tokens.bearer(real)).status == 201)
         #expect(try price(client) == 500)
     }
 
@@ -145,13 +145,13 @@ extension TestHerald {
         let asBob = try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"bob","amount":500}"#, headers: Tokens.bearer(ann))
         #expect(asBob.status == 403)
         #expect(try price(client) == 100)
-        let unnamed = try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(ann))
-        #expect(unnamed.status == 201)
-        #expect((unnamed.json["bid"] as? [String: Any])?["bidder"] as? String == "ann")
+        // The bidder is required either way, as the schema says.
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(ann)).status == 422)
         let named = try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":600}"#, headers: Tokens.bearer(ann))
         #expect(named.status == 201)
+        #expect((named.json["bid"] as? [String: Any])?["bidder"] as? String == "ann")
         let nobody = try await Tokens.make(sub: nil, publish: ["auctions/*"])
-        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":700}"#, headers: Tokens.bearer(nobody)).status == 403)
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":700}"#, headers: Tokens.bearer(nobody)).status == 403)
         #expect(try price(client) == 600)
         // A token may create auctions (auctions/*) and a write elsewhere is still checked by topic.
         #expect(try client.request("POST", "/auctions", json: #"{"item":"Clock","countdownSeconds":5}"#, headers: Tokens.bearer(ann)).status == 201)
@@ -198,12 +198,12 @@ extension TestHerald {
         let shortLived = try await Tokens.make(expires: Date().addingTimeInterval(2))
         let stream = try server.stream("/auctions/1/events", headers: Tokens.bearer(shortLived))
         #expect(try stream.next().event == "snapshot")
-        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":200}"#, headers: Tokens.bearer(writer)).status == 201)
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":200}"#, headers: Tokens.bearer(writer)).status == 201)
         let seen = try stream.next(named: "bid")
         let lastId = try #require(seen.id)
         #expect(stream.awaitEnd(timeout: 5), "the stream outlived its token")
         // Missed while away, then back with a fresh token and Last-Event-ID: exactly what was missed.
-        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"amount":300}"#, headers: Tokens.bearer(writer)).status == 201)
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":300}"#, headers: Tokens.bearer(writer)).status == 201)
         let fresh = try await Tokens.make()
         let resumed = try server.stream("/auctions/1/events", headers: Tokens.bearer(fresh) + [("Last-Event-ID", lastId)])
         let missed = try resumed.next(named: "bid")

@@ -130,7 +130,7 @@ func temporaryDataDirectory() -> String {
 
     @Test func everyAcknowledgedMutationSurvivesAKill() throws {
         let directory = temporaryDataDirectory()
-        var herald = try HeraldProcess(arguments: ["--no-examples"], dataDirectory: directory)
+        var herald = try HeraldProcess(arguments: ["--no-examples"] + HeraldProcess.unlimited, dataDirectory: directory)
         let setup = HTTPClient(port: herald.port)
         let clients = 8
         var auctions: [String] = []
@@ -184,7 +184,7 @@ func temporaryDataDirectory() -> String {
         let acks = acknowledged.withLock { $0 }
         #expect(acks.reduce(0) { $0 + $1.units.count + $1.bids.count + $1.notifications.count + $1.trips } >= 1_000)
 
-        herald = try HeraldProcess(arguments: ["--no-examples"], dataDirectory: directory)
+        herald = try HeraldProcess(arguments: ["--no-examples"] + HeraldProcess.unlimited, dataDirectory: directory)
         let client = HTTPClient(port: herald.port)
         let units = Set(try client.all("/units", "units").compactMap { $0["id"] as? String })
         for (index, ack) in acks.enumerated() {

@@ -6,7 +6,7 @@ import Testing
 @Suite(.serialized) struct ProcessTests {
     /// A herald with one auction and 1,000 SSE observers of it, each past its snapshot.
     func thousandWatchers() throws -> (HeraldProcess, HTTPClient, String, SSEFleet) {
-        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        let herald = try HeraldProcess(arguments: ["--no-examples"] + HeraldProcess.unlimited)
         let client = HTTPClient(port: herald.port)
         let id = try #require(try client.post("/auctions", #"{"item":"load","countdownSeconds":3600}"#).json["id"] as? String)
         let fleet = try SSEFleet(port: herald.port, path: "/auctions/\(id)/events", count: 1000)
@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func theFanOutBenchmarkLosesNothingAndObserversReturnToZero() throws {
-        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        let herald = try HeraldProcess(arguments: ["--no-examples"] + HeraldProcess.unlimited)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald-bench")
         process.arguments = ["--port", String(herald.port), "--pid", String(herald.process.processIdentifier),
@@ -79,7 +79,7 @@ import Testing
     }
 
     @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
-        let herald = try HeraldProcess()
+        let herald = try HeraldProcess(arguments: HeraldProcess.unlimited)
         let stream = try SSEClient(port: herald.port, path: "/currency/events")
         _ = try stream.next()
         let start = Date()

@@ -75,6 +75,9 @@ func heraldExecutable() -> URL {
 /// free port here and passing it on would race with every other server the parallel tests start
 /// (a check of /health could then reach one of theirs).
 final class HeraldProcess {
+    /// For load tests from one address: no limit on streams per address, new connections or writes.
+    static let unlimited = ["--streams-per-address", "0", "--connections-per-second", "0", "--writes-per-second", "0"]
+
     let process = Process()
     let port: Int
     private let errors = Pipe()

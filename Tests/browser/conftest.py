@@ -25,7 +25,8 @@ def free_port():
 class Herald:
     """`herald` as a child process on a data directory, so it can be restarted with its state."""
 
-    def __init__(self):
+    def __init__(self, arguments=()):
+        self.arguments = list(arguments)
         self.port = free_port()
         self.data = tempfile.mkdtemp(prefix="herald-browser-")
         self.binary = os.environ.get("HERALD_BINARY", os.path.join(ROOT, ".build", "debug", "herald"))
@@ -37,7 +38,7 @@ class Herald:
 
     def start(self):
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--data-dir", self.data, "--log-level", "warning"],
+            [self.binary, "--port", str(self.port), "--data-dir", self.data, "--log-level", "warning"] + self.arguments,
             stdout=subprocess.DEVNULL)
         deadline = time.time() + 15
         while time.time() < deadline:

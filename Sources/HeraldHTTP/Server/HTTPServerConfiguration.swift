@@ -32,7 +32,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// Largest request head (header names and values) accepted; a larger one gets 431.
     public var headerBytesLimit: Int = 8 * 1024
     /// Longest request target (path and query) accepted; a longer one gets 414.
-    public var targetBytesLimit: Int = 4 * 1024
+    public var targetBytesLimit: Int = 8 * 1024
     /// Proxies whose `X-Forwarded-For` names the client; empty: the peer is the client.
     public var trustedProxies: [AddressRange] = []
 

@@ -28,13 +28,28 @@ info:
     `Content-Length`s, `Content-Length` with `Transfer-Encoding`, a space before a header's colon, an
     HTTP/1.1 request without exactly one `Host`, a NUL or a malformed escape in the target), 501 for a
     transfer coding other than `chunked` alone (both close the connection, so nothing after the head is
-    read as another request); 405 with `Allow`; 414 when the request target is longer than 8 KiB; 421
-    when `Host` names a host Herald is not configured to answer (`--allowed-hosts`; on loopback only
-    `127.0.0.1`, `localhost` and `[::1]`); 431 when the request line and headers do not fit the
-    connection's memory (`--connection-memory`, 16 KiB: about 8 KiB of headers beside a short target, a
-    `Cookie` counting twice). libmicrohttpd 0.9.75 answers 431, a `Content-Length` that is not digits
-    (400, 413 when too large) and an unsupported HTTP version (505) itself, with an HTML body. An encoded
-    slash (`%2F`) is part of its path segment, never a separator.
+    read as another request); 405 with `Allow`; 414 when the request target is longer than
+    `--max-url-bytes` (8 KiB); 421 when `Host` names a host Herald is not configured to answer
+    (`--allowed-hosts`; on loopback only `127.0.0.1`, `localhost` and `[::1]`); 431 when the header
+    fields are larger than `--max-header-bytes` (8 KiB). libmicrohttpd 0.9.75 answers a request line and
+    headers that do not fit the connection's memory at all (431 or 414), a `Content-Length` that is not
+    digits (400, 413 when too large) and an unsupported HTTP version (505) itself, with an HTML body. An
+    encoded slash (`%2F`) is part of its path segment, never a separator.
+
+    **Who may write and watch.** Without a key Herald is open (it says so in a warning at start). With
+    one, changes need a bearer token (JWT) and streams need one too unless `--public-streams`; see the
+    `bearer` security scheme. Reads (`GET` of state, `/health`, `/subjects`) stay open. A stream's
+    token is checked when it connects, and the stream ends cleanly at the token's `exp`: reconnect with a
+    fresh token and `Last-Event-ID`.
+
+    **Limits per client.** A client is the peer's address, or behind a proxy named by `--trusted-proxy`
+    the address that proxy puts last in `X-Forwarded-For`. Per client: 100 streams
+    (`--streams-per-address`, then 429), 200 changes a second in bursts of 400 (`--writes-per-second`,
+    per token with a key, then 429 with `Retry-After`), 200 new connections a second in bursts of 400
+    (`--connections-per-second`; past it a connection is closed unanswered). In all: as many streams as
+    the open-file limit allows less a reserve (`--max-streams`, then 503). A client has 10 seconds
+    (`--header-timeout`) to send a request's head, counted from its connection (or, on a kept-alive
+    one, from its request line); then the connection is closed.
 
     **Durability.** A 2xx answer to a change means it is stored in Herald's embedded database together
     with its event; the state, the sequence and the replay history survive restarts and crashes.
@@ -81,6 +96,7 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
     post:
+      security: [{}, { bearer: [] }]
       tags: [auctions]
       operationId: createAuction
       summary: Opens an auction. Its countdown starts at the first bid.
@@ -90,6 +106,9 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/NewAuction" }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "201":
           description: Created.
           headers:
@@ -160,6 +179,7 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
     post:
+      security: [{}, { bearer: [] }]
       tags: [auctions]
       operationId: placeBid
       summary: Places a bid and restarts the countdown.
@@ -172,6 +192,9 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/NewBid" }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "201":
           description: Accepted; every observer of the auction gets a `bid` event.
           headers:
@@ -225,6 +248,7 @@ paths:
     parameters:
       - $ref: "#/components/parameters/AuctionId"
     get:
+      security: [{}, { bearer: [] }, { cookieToken: [] }, { queryToken: [] }]
       tags: [auctions]
       operationId: auctionEvents
       summary: "Stream: `snapshot`, `bid`, `tick` (every second of the countdown), `closed`."
@@ -238,6 +262,9 @@ paths:
         - $ref: "#/components/parameters/LastEventIdQuery"
         - $ref: "#/components/parameters/Snapshot"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
@@ -263,6 +290,7 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
     put:
+      security: [{}, { bearer: [] }]
       tags: [currency]
       operationId: setCurrency
       summary: Sets the default currency. Setting the current one changes nothing and notifies nobody.
@@ -276,6 +304,9 @@ paths:
               properties:
                 default: { $ref: "#/components/schemas/Currency" }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200":
           description: The currency setting after the change.
           content:
@@ -294,6 +325,7 @@ paths:
         "501": { $ref: "#/components/responses/NotImplemented" }
   /currency/events:
     get:
+      security: [{}, { bearer: [] }, { cookieToken: [] }, { queryToken: [] }]
       tags: [currency]
       operationId: currencyEvents
       summary: "Stream: `snapshot`, `currency` {default, previous}."
@@ -302,6 +334,9 @@ paths:
         - $ref: "#/components/parameters/LastEventIdQuery"
         - $ref: "#/components/parameters/Snapshot"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
@@ -339,6 +374,7 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
     post:
+      security: [{}, { bearer: [] }]
       tags: [trips]
       operationId: createTrip
       summary: Adds a trip. Without `actualDeparture` it departs on time.
@@ -350,6 +386,9 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/NewTrip" }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "201":
           description: Created.
           headers:
@@ -391,6 +430,7 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
     patch:
+      security: [{}, { bearer: [] }]
       tags: [trips]
       operationId: setActualDeparture
       summary: Sets the actual departure; observers get a `trip` event naming the changed fields.
@@ -406,6 +446,9 @@ paths:
               properties:
                 actualDeparture: { type: string, format: date-time }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200":
           description: The trip after the change.
           content:
@@ -427,6 +470,7 @@ paths:
     parameters:
       - $ref: "#/components/parameters/TripId"
     post:
+      security: [{}, { bearer: [] }]
       tags: [trips]
       operationId: delayTrip
       summary: Moves the actual departure by `deltaSeconds` (negative moves it earlier).
@@ -446,6 +490,9 @@ paths:
                   maximum: 86400
                   not: { const: 0 }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200":
           description: The trip after the change.
           content:
@@ -467,6 +514,7 @@ paths:
     parameters:
       - $ref: "#/components/parameters/TripId"
     get:
+      security: [{}, { bearer: [] }, { cookieToken: [] }, { queryToken: [] }]
       tags: [trips]
       operationId: tripEvents
       summary: "Stream: `snapshot`, `trip` {trip, changed}."
@@ -476,6 +524,9 @@ paths:
         - $ref: "#/components/parameters/Snapshot"
         - $ref: "#/components/parameters/Fields"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
@@ -514,6 +565,7 @@ paths:
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /units/events:
     get:
+      security: [{}, { bearer: [] }, { cookieToken: [] }, { queryToken: [] }]
       tags: [units]
       operationId: allUnitEvents
       summary: "Stream of every unit: `snapshot` {units}, then `unit` and `removed` of any unit."
@@ -522,6 +574,9 @@ paths:
         - $ref: "#/components/parameters/LastEventIdQuery"
         - $ref: "#/components/parameters/Snapshot"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "405": { $ref: "#/components/responses/MethodNotAllowed" }
@@ -549,6 +604,7 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
     put:
+      security: [{}, { bearer: [] }]
       tags: [units]
       operationId: putUnit
       summary: Creates or replaces a unit.
@@ -558,6 +614,9 @@ paths:
           application/json:
             schema: { $ref: "#/components/schemas/NewUnit" }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200":
           description: Replaced.
           content:
@@ -584,10 +643,14 @@ paths:
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
         "501": { $ref: "#/components/responses/NotImplemented" }
     delete:
+      security: [{}, { bearer: [] }]
       tags: [units]
       operationId: deleteUnit
       summary: Removes a unit; its observers get `removed`.
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "204":
           description: Removed.
         "404": { $ref: "#/components/responses/NotFound" }
@@ -603,6 +666,7 @@ paths:
     parameters:
       - $ref: "#/components/parameters/UnitId"
     get:
+      security: [{}, { bearer: [] }, { cookieToken: [] }, { queryToken: [] }]
       tags: [units]
       operationId: unitEvents
       summary: "Stream of one unit only: `snapshot`, `unit`, `removed`."
@@ -611,6 +675,9 @@ paths:
         - $ref: "#/components/parameters/LastEventIdQuery"
         - $ref: "#/components/parameters/Snapshot"
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
@@ -623,6 +690,7 @@ paths:
     parameters:
       - $ref: "#/components/parameters/NotificationName"
     post:
+      security: [{}, { bearer: [] }]
       tags: [notifications]
       operationId: postNotification
       summary: Posts a named notification to whoever observes the name.
@@ -636,6 +704,9 @@ paths:
                 object: { type: string, minLength: 1, maxLength: 200 }
                 userInfo: { type: object }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "202":
           description: Published; `id` is its event id.
           content:
@@ -661,6 +732,7 @@ paths:
     parameters:
       - $ref: "#/components/parameters/NotificationName"
     get:
+      security: [{}, { bearer: [] }, { cookieToken: [] }, { queryToken: [] }]
       tags: [notifications]
       operationId: notificationEvents
       summary: "Stream: `notification` {name, object, userInfo, postedAt}. No snapshot: a notification has no state."
@@ -672,6 +744,9 @@ paths:
           description: Only notifications posted with this object.
           schema: { type: string }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
@@ -682,6 +757,7 @@ paths:
         "503": { $ref: "#/components/responses/Draining" }
   /events:
     get:
+      security: [{}, { bearer: [] }, { cookieToken: [] }, { queryToken: [] }]
       tags: [service]
       operationId: events
       summary: One stream for many subjects.
@@ -708,6 +784,9 @@ paths:
           in: query
           schema: { type: string }
       responses:
+        "401": { $ref: "#/components/responses/Unauthorized" }
+        "403": { $ref: "#/components/responses/Forbidden" }
+        "429": { $ref: "#/components/responses/TooManyRequests" }
         "200": { $ref: "#/components/responses/EventStream" }
         "400": { $ref: "#/components/responses/BadRequest" }
         "404": { $ref: "#/components/responses/NotFound" }
@@ -965,7 +1044,63 @@ components:
       in: query
       description: "Comma-separated trip fields (`actualDeparture`, `delay`, `delayed`): only changes touching them."
       schema: { type: string }
+  securitySchemes:
+    bearer:
+      type: http
+      scheme: bearer
+      bearerFormat: JWT
+      description: |
+        With a key (`--jwt-key`, `--jwt-key-file` or `--jwt-public-key-file`) every change needs
+        `Authorization: Bearer <jwt>` and every stream a token too (unless `--public-streams`). Claims:
+        `exp` (required), `nbf`, `sub` (the user: a bid's bidder), and
+        `herald: {publish: [patterns], subscribe: [patterns]}`. A pattern is a topic, or ends in `*` and
+        matches every topic that starts with what comes before it (`auctions/*`, `notifications/door.*`,
+        `*`). Creating an auction or a trip publishes to `auctions/*` or `trips/*`. Without a key Herald
+        is open and needs nothing. `herald token` prints a token.
+    cookieToken:
+      type: apiKey
+      in: cookie
+      name: herald_token
+      description: For streams only (a browser's EventSource cannot set headers). Never accepted for a change.
+    queryToken:
+      type: apiKey
+      in: query
+      name: access_token
+      description: For streams only; kept out of the logs. Never accepted for a change.
   responses:
+    Unauthorized:
+      description: |
+        With a key: no token, or one that is malformed, expired, not yet valid, signed with another key
+        or another algorithm (`alg: none` included). Nothing changes.
+      headers:
+        WWW-Authenticate:
+          schema: { type: string, examples: ['Bearer realm="herald"', 'Bearer realm="herald", error="invalid_token"'] }
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
+    Forbidden:
+      description: |
+        The token is valid but may not do this: its patterns do not name the topic (`topic` says which),
+        or a bid names a bidder other than the token's `sub`. Nothing changes.
+      content:
+        application/problem+json:
+          schema:
+            allOf:
+              - { $ref: "#/components/schemas/Problem" }
+              - type: object
+                properties:
+                  topic: { type: string }
+    TooManyRequests:
+      description: |
+        A change past the writes one token (or, open, one address) may make a second
+        (`--writes-per-second`, 200, in bursts of twice that), or a stream past the streams one address
+        may hold (`--streams-per-address`, 100). Retry after `Retry-After` seconds; nothing changed.
+      headers:
+        Retry-After:
+          schema: { type: integer, minimum: 1 }
+      content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
     EventStream:
       description: |
         A Server-Sent Events stream that stays open. It starts with a comment and `retry:`; when it has
@@ -990,7 +1125,7 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     UriTooLong:
-      description: The request target is longer than 8 KiB (problem+json; libmicrohttpd's own HTML when the request line does not fit the connection's memory at all).
+      description: The request target is longer than `--max-url-bytes` (8 KiB) (problem+json; libmicrohttpd's own HTML when the request line does not fit the connection's memory at all).
       content:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
@@ -1002,8 +1137,10 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     HeadersTooLarge:
-      description: The request line and headers do not fit the connection's memory (libmicrohttpd answers, in HTML).
+      description: The header fields are larger than `--max-header-bytes` (8 KiB), or the request line and headers do not fit the connection's memory at all (then libmicrohttpd answers, in HTML). The connection is closed.
       content:
+        application/problem+json:
+          schema: { $ref: "#/components/schemas/Problem" }
         text/html:
           schema: { type: string }
     NotImplemented:
@@ -1135,6 +1272,7 @@ components:
     NewBid:
       type: object
       required: [bidder, amount]
+      description: With a key `bidder` must be the token's `sub`; naming anyone else gets 403.
       properties:
         bidder: { type: string, minLength: 1, maxLength: 100 }
         amount: { type: integer, minimum: 0, maximum: 9007199254740991, description: "Minor units." }

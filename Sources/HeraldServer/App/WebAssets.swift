@@ -15,6 +15,12 @@ enum WebAssets {
   <header>
     <h1>Herald</h1>
     <p id="connection" class="status" role="status" aria-live="polite" data-state="connecting">connecting…</p>
+    <form id="token-form">
+      <label for="token">Token</label>
+      <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" placeholder="none: Herald is open">
+      <button type="submit" id="token-button">Use</button>
+      <p class="problem" role="alert" id="token-problem"></p>
+    </form>
   </header>
   <main>
     <section id="auction-panel" aria-labelledby="auction-title">
@@ -44,7 +50,7 @@ enum WebAssets {
       </dl>
       <form id="bid-form">
         <label for="bidder">Bidder</label>
-        <input id="bidder" name="bidder" required maxlength="100" autocomplete="nickname">
+        <input id="bidder" name="bidder" maxlength="100" autocomplete="nickname" placeholder="with a token: its user">
         <label for="amount">Amount</label>
         <input id="amount" name="amount" type="number" min="0" required>
         <button type="submit" id="bid-button">Bid</button>
@@ -126,17 +132,17 @@ const view = {
   source: null,
   retryMs: 3000,
   resyncedUntil: 0,
+  // A token (JWT) for a Herald that needs one; kept for this tab only.
+  token: sessionStorage.getItem("herald.token") || "",
 };
 
 // ---- HTTP -------------------------------------------------------------------------------------
 
 /** Sends JSON; resolves to the parsed body, or throws an Error carrying the problem's detail. */
 async function send(method, path, body) {
-  const response = await fetch(path, {
-    method,
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  const headers = body === undefined ? {} : { "Content-Type": "application/json" };
+  if (view.token && method !== "GET") headers.Authorization = `Bearer ${view.token}`;
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
   const data = text ? JSON.parse(text) : null;
   if (!response.ok) {
@@ -144,6 +150,16 @@ async function send(method, path, body) {
     throw new Error((data && data.detail) || fields || `${response.status} ${response.statusText}`);
   }
   return data;
+}
+
+/** The `sub` of the token in use, read from its payload (Herald checks it; this only fills a form), or "". */
+function tokenSubject() {
+  try {
+    const payload = view.token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(payload)).sub || "";
+  } catch (error) {
+    return "";
+  }
 }
 
 /** Every entry of a paged list (`GET path`, then each page's `next`), at most `pages` pages. */
@@ -186,7 +202,9 @@ function setConnection(state, text) {
 /** (Re)opens the stream for what is on screen. EventSource itself reconnects with Last-Event-ID. */
 function subscribe() {
   if (view.source) view.source.close();
-  const query = topics().map((topic) => `topic=${encodeURIComponent(topic)}`).join("&");
+  // EventSource cannot set headers: the token goes in the query (Herald keeps it out of its logs).
+  const token = view.token ? `&access_token=${encodeURIComponent(view.token)}` : "";
+  const query = topics().map((topic) => `topic=${encodeURIComponent(topic)}`).join("&") + token;
   const source = new EventSource(`/events?${query}`);
   view.source = source;
   setConnection("connecting", "connecting…");
@@ -195,7 +213,8 @@ function subscribe() {
   };
   source.onerror = () => {
     if (source.readyState === EventSource.CLOSED) {
-      // The server refused the stream (a restart lost this auction, say): start over shortly.
+      // The server refused the stream (a restart lost this auction, a token missing or expired):
+      // start over shortly.
       setConnection("reconnecting", `reconnecting in ${view.retryMs / 1000} s`);
       setTimeout(() => { if (view.source === source) reload(); }, view.retryMs);
     } else {
@@ -374,10 +393,17 @@ function wire() {
   $("bid-form").addEventListener("submit", (event) => {
     event.preventDefault();
     if (!view.auctionId) return;
-    attempt("bid-problem", () => send("POST", `/auctions/${view.auctionId}/bids`, {
-      bidder: $("bidder").value,
-      amount: Number($("amount").value),
-    }));
+    // With a token the bidder is the token's user: an empty field takes its name.
+    const bid = { bidder: $("bidder").value || tokenSubject(), amount: Number($("amount").value) };
+    attempt("bid-problem", () => send("POST", `/auctions/${view.auctionId}/bids`, bid));
+  });
+  $("token").value = view.token;
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    view.token = $("token").value.trim();
+    if (view.token) sessionStorage.setItem("herald.token", view.token); else sessionStorage.removeItem("herald.token");
+    $("token-problem").textContent = "";
+    subscribe();
   });
   $("currency-select").addEventListener("change", (event) => {
     attempt("currency-problem", () => send("PUT", "/currency", { default: event.target.value }));
@@ -440,6 +466,9 @@ reload();
 body { margin: 0; }
 header { display: flex; flex-wrap: wrap; align-items: baseline; gap: 1rem; padding: 0.75rem 1.25rem; background: var(--ink); color: #fff; }
 header h1 { margin: 0; font-size: 1.4rem; }
+#token-form { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0.5rem; margin-left: auto; }
+#token-form input { width: 14rem; }
+#token-form .problem { flex-basis: 100%; margin: 0; color: #ffd7d9; }
 .status { margin: 0; padding: 0.15rem 0.6rem; border-radius: 1rem; font-size: 0.9rem; background: #6b7280; }
 .status[data-state="connected"] { background: #1f8a4c; }
 .status[data-state="reconnecting"] { background: #b45309; }

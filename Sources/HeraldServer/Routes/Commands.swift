@@ -18,23 +18,22 @@ extension NewAuction {
 }
 
 extension NewBid {
-    /// `{bidder, amount}`. With a token, the bidder is the token's subject (`sub`): the body may leave
-    /// it out, and naming anyone else is 403.
+    /// `{bidder, amount}`. With a token, the bidder must be the token's subject (`sub`): naming anyone
+    /// else, or bidding with a token that names nobody, is 403.
     init(json: JSONValue, as caller: Access.Caller = Access.Caller(token: nil)) throws {
         var reader = try FieldReader(json)
-        let subject = caller.token.map { $0.subject ?? "" }
-        let bidder = reader.string("bidder", required: subject == nil, length: 1...100)
+        let bidder = reader.string("bidder", length: 1...100)
         let amount = reader.integer("amount", range: 0...Money.maximum)
         try reader.finish()
-        if let subject {
-            guard !subject.isEmpty, subject.utf8.count <= 100 else {
-                throw Problem(status: 403, detail: "the token has no sub (of 1 to 100 characters) to bid as")
+        if let token = caller.token {
+            guard let subject = token.subject, !subject.isEmpty else {
+                throw Problem(status: 403, detail: "the token has no sub: it names nobody to bid as")
             }
             if let bidder, bidder != subject {
                 throw Problem(status: 403, detail: "the token bids as '\(RequestGuard.printable(subject))', not as '\(RequestGuard.printable(bidder))'")
             }
         }
-        self.init(bidder: subject ?? bidder ?? "", amount: amount ?? 0)
+        self.init(bidder: bidder ?? "", amount: amount ?? 0)
     }
 }
 

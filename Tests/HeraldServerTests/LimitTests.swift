@@ -1,0 +1,163 @@
+import Foundation
+import HeraldHTTP
+import HeraldServer
+import HeraldTestSupport
+import Testing
+
+@Suite struct LimitTests {
+    @Test func theStreamPastAnAddressesLimitIs429AndOneClosedMakesRoom() throws {
+        // The default limit: 100 streams per address.
+        let server = try TestHerald(examples: true)
+        var streams: [SSEClient] = []
+        for _ in 0..<100 { streams.append(try server.stream("/currency/events")) }
+        let refused = try server.client().get("/currency/events")
+        #expect(refused.status == 429)
+        #expect(refused.header("Retry-After") != nil)
+        #expect(refused.header("Content-Type") == "application/problem+json")
+        #expect(try server.observers(of: "currency") == 100)
+        streams.removeLast().close()
+        #expect(eventually(timeout: 5) { (try? server.observers(of: "currency")) == 99 })
+        let again = try SSEClient(port: server.port, path: "/currency/events")
+        #expect(try again.awaitHead().status == 200)
+    }
+
+    @Test func aSlowHeadIsCutOffWhileOthersAreServed() throws {
+        let server = try TestHerald { $0.http.headerTimeout = .seconds(1) }
+        let start = ContinuousClock.now
+        // One sends nothing; one trickles its head a byte at a time, faster than any idle timeout.
+        let silent = try Socket(port: server.port, timeout: 6)
+        let trickler = try Socket(port: server.port, timeout: 0.2)
+        try trickler.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        var trickleClosed = false
+        for _ in 0..<25 where !trickleClosed {
+            // A broken pipe or a read of EOF: the server closed the connection.
+            if (try? trickler.send("X")) == nil { trickleClosed = true; break }
+            if let bytes = try? trickler.receive(), bytes.isEmpty { trickleClosed = true }
+            // Meanwhile another client is served at once.
+            #expect(try server.client().get("/health").status == 200)
+        }
+        #expect(trickleClosed, "a head trickled for 5 s was not cut off")
+        #expect(try silent.receive().isEmpty, "a client that sent nothing kept its connection")
+        let waited = start.duration(to: .now)
+        #expect(waited < .seconds(4), "cut off after \(waited)")
+    }
+
+    @Test func aWriteFloodFromOneTokenIsLimitedWhileAnothersWritesGoThrough() async throws {
+        let server = try await TestHerald.secured { $0.writesPerSecond = 5 }
+        let client = server.client()
+        let flooder = try await Tokens.make(sub: "flood", publish: ["*"])
+        let other = try await Tokens.make(sub: "calm", publish: ["*"])
+        var statuses: [Int] = []
+        for index in 0..<30 {
+            let response = try client.request("PUT", "/units/u\(index)", json: #"{"name":"U","status":"healthy"}"#, headers: Tokens.bearer(flooder))
+            statuses.append(response.status)
+            if response.status == 429 {
+                #expect(Int(response.header("Retry-After") ?? "") ?? 0 >= 1)
+                #expect(response.header("Content-Type") == "application/problem+json")
+            }
+        }
+        let accepted = statuses.filter { $0 == 201 }.count
+        // A burst of twice the rate, and perhaps one more as the bucket refills during the loop.
+        #expect((10...13).contains(accepted), "\(statuses)")
+        #expect(statuses.filter { $0 == 429 }.count == 30 - accepted)
+        // What was refused changed nothing.
+        let units = try client.all("/units", "units").count
+        #expect(units == accepted + 1)
+        #expect(try client.request("PUT", "/units/calm", json: #"{"name":"C","status":"healthy"}"#, headers: Tokens.bearer(other)).status == 201)
+    }
+
+    @Test func anOpenServerLimitsWritesPerAddress() throws {
+        let server = try TestHerald { $0.writesPerSecond = 3 }
+        let client = server.client()
+        let statuses = try (0..<20).map { _ in try client.put("/currency", #"{"default":"euro"}"#).status }
+        #expect(statuses.contains(429))
+        #expect(statuses.filter { $0 == 200 }.count <= 8)
+    }
+
+    @Test func newConnectionsPastAnAddressesRateAreClosedUnanswered() throws {
+        let server = try TestHerald { $0.http.connectionsPerSecond = 5 }
+        var answered = 0, closed = 0
+        for _ in 0..<30 {
+            let client = HTTPClient(port: server.port)
+            if (try? client.get("/health").status) == 200 { answered += 1 } else { closed += 1 }
+        }
+        #expect((10...13).contains(answered), "answered \(answered), closed \(closed)")
+        #expect(closed > 0)
+        // A second later the bucket has room again.
+        Thread.sleep(forTimeInterval: 1.1)
+        #expect(try HTTPClient(port: server.port).get("/health").status == 200)
+    }
+
+    @Test func largeHeadsAndTargetsGetProblemDocuments() throws {
+        let server = try TestHerald()
+        let big = try server.client().get("/health", headers: [("X-Filler", String(repeating: "a", count: 9000))])
+        #expect(big.status == 431)
+        #expect(big.header("Content-Type") == "application/problem+json")
+        let long = try server.client().get("/health?" + String(repeating: "q", count: 9000))
+        #expect(long.status == 414)
+        #expect(long.header("Content-Type") == "application/problem+json")
+        #expect(try server.client().get("/health", headers: [("X-Filler", String(repeating: "a", count: 4000))]).status == 200)
+    }
+
+    @Test func behindATrustedProxyTheForwardedClientIsCounted() throws {
+        let server = try TestHerald(examples: true) {
+            $0.http.streamsPerClient = 2
+            $0.http.trustedProxies = [AddressRange("127.0.0.1")].compactMap { $0 }
+        }
+        let forA = [("X-Forwarded-For", "203.0.113.9, 10.0.0.1")]
+        let a1 = try server.stream("/currency/events", headers: forA)
+        let a2 = try server.stream("/currency/events", headers: [("X-Forwarded-For", "10.0.0.1")])
+        #expect(try server.client().get("/currency/events", headers: forA).status == 429)
+        // Another client behind the same proxy has its own share.
+        let b = try server.stream("/currency/events", headers: [("X-Forwarded-For", "10.0.0.2")])
+        #expect(try b.next().event == "snapshot")
+        _ = (a1, a2)
+    }
+
+    @Test func anUntrustedPeersForwardedForIsIgnored() throws {
+        let server = try TestHerald(examples: true) { $0.http.streamsPerClient = 2 }
+        let s1 = try server.stream("/currency/events", headers: [("X-Forwarded-For", "10.0.0.1")])
+        let s2 = try server.stream("/currency/events", headers: [("X-Forwarded-For", "10.0.0.2")])
+        #expect(try server.client().get("/currency/events", headers: [("X-Forwarded-For", "10.0.0.3")]).status == 429)
+        _ = (s1, s2)
+    }
+
+    @Test func forwardedForIsReadRightToLeftPastTrustedProxies() throws {
+        let resolver = ClientResolver(trustedProxies: ["10.0.0.0/8", "::1"].compactMap { AddressRange($0) })
+        #expect(resolver.client(peer: "10.1.2.3", forwardedFor: ["198.51.100.7"]) == "198.51.100.7")
+        // A client that writes its own X-Forwarded-For cannot choose its address: the proxy appends the real one.
+        #expect(resolver.client(peer: "10.1.2.3", forwardedFor: ["1.1.1.1, 198.51.100.7"]) == "198.51.100.7")
+        #expect(resolver.client(peer: "10.1.2.3", forwardedFor: ["198.51.100.7", "10.9.9.9"]) == "198.51.100.7")
+        #expect(resolver.client(peer: "::1", forwardedFor: ["2001:db8::5"]) == "2001:db8::5")
+        #expect(resolver.client(peer: "192.0.2.1", forwardedFor: ["198.51.100.7"]) == "192.0.2.1")
+        #expect(resolver.client(peer: "10.1.2.3", forwardedFor: ["garbage"]) == "10.1.2.3")
+        #expect(resolver.client(peer: "10.1.2.3", forwardedFor: []) == "10.1.2.3")
+    }
+
+    @Test func addressRangesMatchByPrefix() {
+        let range = try? #require(AddressRange("192.168.0.0/16"))
+        #expect(range?.contains("192.168.200.1") == true)
+        #expect(range?.contains("192.169.0.1") == false)
+        #expect(AddressRange("0.0.0.0/0")?.contains("8.8.8.8") == true)
+        #expect(AddressRange("2001:db8::/32")?.contains("2001:db8:ffff::1") == true)
+        #expect(AddressRange("2001:db8::/32")?.contains("2001:db9::1") == false)
+        #expect(AddressRange("10.0.0.0/33") == nil)
+        #expect(AddressRange("10.0.0/8") == nil)
+        #expect(AddressRange("example.org") == nil)
+        #expect(AddressRange("10.0.0.1")?.contains("10.0.0.2") == false)
+    }
+
+    @Test func aRateLimiterRefillsAtItsRateUpToItsBurst() {
+        let limiter = RateLimiter(rate: 2, burst: 4)
+        let start = ContinuousClock.now
+        #expect((0..<4).allSatisfy { _ in limiter.take("a", at: start) == nil })
+        let wait = limiter.take("a", at: start)
+        #expect(wait.map { $0 <= .milliseconds(500) } == true)
+        #expect(limiter.take("b", at: start) == nil)
+        #expect(limiter.take("a", at: start + .milliseconds(600)) == nil)
+        #expect(limiter.take("a", at: start + .milliseconds(600)) != nil)
+        // Ten seconds later the bucket is full again, and no fuller than the burst.
+        #expect((0..<4).allSatisfy { _ in limiter.take("a", at: start + .seconds(10)) == nil })
+        #expect(limiter.take("a", at: start + .seconds(10)) != nil)
+    }
+}
