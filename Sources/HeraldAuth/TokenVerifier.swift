@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import Synchronization
 
 /// A token whose signature and times were checked.
 public struct VerifiedToken: Sendable, Equatable {
@@ -24,6 +25,10 @@ public struct TokenVerifier: Sendable {
 
     let key: TokenKey
     private let parser = DefaultJWTParser()
+    /// Tokens whose signature checked out: a client sends the same token with every request, and
+    /// parsing and checking it again cost more than the change itself (BENCHMARKS.md). Its times are
+    /// checked on every use.
+    private let checked = CheckedTokens()
 
     public init(key: TokenKey) { self.key = key }
 
@@ -31,6 +36,7 @@ public struct TokenVerifier: Sendable {
     public var algorithm: String { key.name }
 
     public func verify(_ token: String, at now: Date = Date()) throws(TokenError) -> VerifiedToken {
+        if let claims = checked[token] { return try Self.check(claims, at: now) }
         let bytes = Array(token.utf8)
         guard bytes.count <= Self.maximumLength else { throw TokenError("the token is longer than \(Self.maximumLength) bytes") }
         guard let lastDot = bytes.lastIndex(of: UInt8(ascii: ".")) else { throw TokenError("the token is not a JWT (header.payload.signature)") }
@@ -50,7 +56,9 @@ public struct TokenVerifier: Sendable {
             valid = false
         }
         guard valid else { throw TokenError("the token's signature does not match Herald's key") }
-        return try Self.check(claims, at: now)
+        let verified = try Self.check(claims, at: now)
+        checked[token] = claims
+        return verified
     }
 
     /// The claims' times: `exp` must be there and later than now, `nbf` (if any) not later.
@@ -70,6 +78,23 @@ public struct TokenVerifier: Sendable {
     /// Printable ASCII, at most 40 characters: a header value quoted in a reason.
     private static func printable(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.prefix(40).map { $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }))
+    }
+}
+
+/// The claims of tokens whose signature was checked, by token. At most `capacity`: when full it is
+/// emptied (the tokens in use come back at the cost of one check each).
+final class CheckedTokens: Sendable {
+    static let capacity = 4096
+    private let claims = Mutex<[String: TokenClaims]>([:])
+
+    subscript(token: String) -> TokenClaims? {
+        get { claims.withLock { $0[token] } }
+        set {
+            claims.withLock { claims in
+                if claims.count >= Self.capacity { claims.removeAll(keepingCapacity: true) }
+                claims[token] = newValue
+            }
+        }
     }
 }
 

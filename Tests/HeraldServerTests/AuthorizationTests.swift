@@ -238,6 +238,21 @@ extension TestHerald {
         #expect(!Grants().mayPublish("currency"))
     }
 
+    @Test func aTokenCheckedOnceIsStillRefusedOnceItExpires() async throws {
+        let verifier = TokenVerifier(key: try await Tokens.key())
+        let now = Date()
+        let token = try await Tokens.make(expires: now.addingTimeInterval(60), notBefore: now.addingTimeInterval(-60))
+        #expect(try verifier.verify(token, at: now).subject == "ann")
+        // The second check finds the token among those already checked: its times still count.
+        #expect(try verifier.verify(token, at: now.addingTimeInterval(30)).subject == "ann")
+        #expect(throws: TokenError.self) { try verifier.verify(token, at: now.addingTimeInterval(61)) }
+        #expect(throws: TokenError.self) { try verifier.verify(token, at: now.addingTimeInterval(-61)) }
+        // A token that failed once fails again: only good signatures are kept.
+        let forged = token.dropLast(2) + "xx"
+        #expect(throws: TokenError.self) { try verifier.verify(String(forged), at: now) }
+        #expect(throws: TokenError.self) { try verifier.verify(String(forged), at: now) }
+    }
+
     @Test func shortSecretsAndUnreadableKeysAreRefusedAtStart() async {
         await #expect(throws: TokenKeyError.self) { try await TokenKey.secret("short") }
         await #expect(throws: TokenKeyError.self) { try await TokenKey.publicKey(pem: "-----BEGIN PUBLIC KEY-----\nxx\n-----END PUBLIC KEY-----") }
