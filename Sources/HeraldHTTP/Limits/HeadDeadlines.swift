@@ -20,7 +20,6 @@ final class HeadDeadlines: Sendable {
 
     let timeout: Duration
     private let table = Mutex<[UInt: Waiting]>([:])
-    private let cutOff = Atomic<Int>(0)
 
     init(timeout: Duration) { self.timeout = timeout }
 
@@ -57,23 +56,14 @@ final class HeadDeadlines: Sendable {
         _ = table.withLock { $0.removeValue(forKey: UInt(bitPattern: connection)) }
     }
 
-    /// Shuts down every connection past its deadline; returns how many.
-    @discardableResult
-    func sweep(at now: ContinuousClock.Instant = .now) -> Int {
-        let late = table.withLock { table -> Int in
-            var late = 0
+    /// Shuts down every connection past its deadline.
+    func sweep(at now: ContinuousClock.Instant = .now) {
+        table.withLock { table in
             for (key, waiting) in table {
                 guard let deadline = waiting.deadline, deadline <= now else { continue }
                 shutdown(waiting.socket, Int32(SHUT_RDWR))
                 table[key]?.deadline = nil
-                late += 1
             }
-            return late
         }
-        if late > 0 { cutOff.wrappingAdd(late, ordering: .relaxed) }
-        return late
     }
-
-    /// Connections cut off for a late head since the start.
-    var cutOffCount: Int { cutOff.load(ordering: .relaxed) }
 }

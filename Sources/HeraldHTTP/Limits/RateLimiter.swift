@@ -47,9 +47,6 @@ public final class RateLimiter: Sendable {
         }
     }
 
-    /// Keys with a bucket now (for tests and the health of the limiter itself).
-    public var keys: Int { state.withLock { $0.buckets.count } }
-
     private static func sweep(_ state: inout State, now: ContinuousClock.Instant, rate: Double, burst: Double) {
         state.buckets = state.buckets.filter { _, bucket in
             let elapsed = bucket.updated.duration(to: now)

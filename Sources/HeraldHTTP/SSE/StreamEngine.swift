@@ -148,9 +148,6 @@ public final class StreamEngine: Sendable {
         signal()
     }
 
-    /// Open streams of one client address (0 when there is no per-client limit).
-    public func streams(of client: String) -> Int { clients.withLock { $0[client] ?? 0 } }
-
     /// One stream of `client` fewer.
     private func release(_ client: String) {
         guard perClientLimit != nil else { return }

@@ -124,9 +124,6 @@ public final class HTTPServer: Sendable {
         logger.debug("http server stopped")
     }
 
-    /// Connections cut off because their head came too slowly.
-    public var slowHeadsCutOff: Int { headDeadlines.cutOffCount }
-
     /// Streams the engine holds at most: the open-file limit less room for ordinary connections, the
     /// store and logs. libmicrohttpd does not count the streams it handed over, and when it has no
     /// connection of its own and `accept` fails for want of descriptors it retries in a busy loop
