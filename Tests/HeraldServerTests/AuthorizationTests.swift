@@ -121,6 +121,25 @@ extension TestHerald {
         #expect(try price(client) == 500)
     }
 
+    @Test func anRS256KeyChecksRS256TokensAndNothingElse() async throws {
+        let keys = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/keys")
+        let publicPEM = try String(contentsOf: keys.appendingPathComponent("rs256-test-public.pem"), encoding: .utf8)
+        let privatePEM = try String(contentsOf: keys.appendingPathComponent("rs256-test-private.pem"), encoding: .utf8)
+        let key = try await TokenKey.publicKey(pem: publicPEM)
+        #expect(key.name == "RS256")
+        let server = try await TestHerald.secured(key: key)
+        let client = server.client()
+        let forged = try await Tokens.make(signedWith: try await TokenKey.secret(publicPEM))
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":500}"#, headers: Tokens.bearer(forged)).status == 401)
+        let otherES256 = try await Tokens.make(signedWith: try await TokenKey.privateKey(pem: ES256PrivateKey().pemRepresentation))
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":500}"#, headers: Tokens.bearer(otherES256)).status == 401)
+        #expect(try price(client) == 100)
+        let real = try await Tokens.make(signedWith: try await TokenKey.privateKey(pem: privatePEM))
+        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":500}"#, headers: Tokens.bearer(real)).status == 201)
+        #expect(try price(client) == 500)
+    }
+
     @Test func aTokenMayOnlyPublishWhereItsPatternsSay() async throws {
         let server = try await TestHerald.secured()
         let client = server.client()

@@ -106,17 +106,53 @@ import Testing
         return process.terminationStatus
     }
 
+    @Test func heraldTokenPrintsATokenTheServerTakes() throws {
+        let secret = "process-test-secret-0123456789abcdef"
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = heraldExecutable()
+        process.arguments = ["token", "--key", secret, "--sub", "ann", "--publish", "auctions/*", "--subscribe", "*", "--ttl", "15m"]
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let token = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.split(separator: ".").count == 3)
+        let herald = try HeraldProcess(arguments: ["--jwt-key", secret])
+        let client = HTTPClient(port: herald.port)
+        let bid = try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":150}"#, headers: [("Authorization", "Bearer \(token)")])
+        #expect(bid.status == 201)
+        #expect(try client.put("/currency", #"{"default":"euro"}"#).status == 401)
+        #expect(herald.log.text.contains("tokens required"))
+        // A bad --ttl or no pattern is a usage error.
+        for arguments in [["--ttl", "forever"], ["--ttl", "0s"], []] {
+            let bad = Process()
+            bad.executableURL = heraldExecutable()
+            bad.arguments = ["token", "--key", secret, "--sub", "ann"] + (arguments.isEmpty ? [] : ["--publish", "*"] + arguments)
+            bad.standardOutput = FileHandle.nullDevice
+            bad.standardError = FileHandle.nullDevice
+            try bad.run()
+            bad.waitUntilExit()
+            #expect(bad.terminationStatus == 64, "\(arguments)")
+        }
+    }
+
     @Test func optionsOutOfRangeAreAUsageError() throws {
         let refused: [[String]] = [
             ["--port", "70000"], ["--heartbeat-seconds", "2147484"], ["--heartbeat-seconds", "-1"],
             ["--observer-queue", "9223372036854775807"], ["--observer-queue", "0"], ["--connection-memory", "999999999999"],
             ["--history-events", "0"], ["--history-days", "99999999"], ["--cors-origin", "https://a.example\r\nX-Evil: 1"],
             ["--cors-origin", "not an origin"], ["--allowed-hosts", "a b"],
+            ["--jwt-key", "too-short"], ["--jwt-key", "0123456789abcdef0123456789abcdef", "--jwt-public-key-file", "/nonexistent"],
+            ["--jwt-public-key-file", "/nonexistent"], ["--header-timeout", "0"], ["--trusted-proxy", "10.0.0.0/33"],
+            ["--trusted-proxy", "proxy.example"], ["--streams-per-address", "-1"], ["--max-header-bytes", "10"],
         ]
         for arguments in refused {
             #expect(try exitStatus(arguments) == 64, "\(arguments)")
         }
-        for name in ["HERALD_OBSERVER_QUEUE", "HERALD_PORT", "HERALD_HEARTBEAT_SECONDS"] {
+        for name in ["HERALD_OBSERVER_QUEUE", "HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_WRITES_PER_SECOND"] {
             #expect(try exitStatus([], environment: [name: "lots"]) == 64, "\(name)=lots")
         }
     }
