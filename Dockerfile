@@ -28,8 +28,9 @@ ENV HERALD_HOST=0.0.0.0 \
 # The store: mount a volume here to keep state across containers.
 VOLUME /var/lib/herald
 EXPOSE 8080
-# bash's /dev/tcp: no curl or wget needed in the image.
+# bash's /dev/tcp: no curl or wget needed in the image. Ready, not only live: a draining Herald
+# (SIGTERM, --drain-seconds) reports unhealthy, so traffic moves before its streams end.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HERALD_PORT} && printf 'GET /health HTTP/1.0\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HERALD_PORT} && printf 'GET /health/ready HTTP/1.0\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/herald"]

@@ -4,7 +4,7 @@
 JSON object: the bid's answer time at the start (bids 1-100) and once the auction has --bids bids
 (every bid after that), and /health's answer times during those --seconds.
 
-  taskset -c 0 .build/release/herald --port 8080 --no-examples --data-dir /tmp/h --writes-per-second 0 &
+  taskset -c 0 .build/release/herald --port 8080 --no-examples --data-dir /tmp/h --writes-per-second 0 --no-access-log --drain-seconds 0 &
   taskset -c 1 python3 Benchmarks/bid-history.py --port 8080
 """
 import argparse

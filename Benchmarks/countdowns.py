@@ -9,7 +9,7 @@ of the wait, and reads Herald's CPU time from /proc. At the end it opens one str
 with the noted Last-Event-ID and checks that each replays exactly its one late bid (no `resync`, no
 tick with an id).
 
-  taskset -c 0 .build/release/herald --port 8080 --no-examples --data-dir /tmp/h --writes-per-second 0 &
+  taskset -c 0 .build/release/herald --port 8080 --no-examples --data-dir /tmp/h --writes-per-second 0 --no-access-log --drain-seconds 0 &
   taskset -c 1 python3 Benchmarks/countdowns.py --port 8080 --pid $! --data-dir /tmp/h --minutes 10
 """
 import argparse

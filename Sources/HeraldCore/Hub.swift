@@ -81,6 +81,9 @@ public final class Hub: Sendable {
         var subjects: [String: Subject] = [:]
         var observerCount = 0
         var nextObserverId: UInt64 = 1
+        /// Observers that resumed with a replay of what they missed, and that got a resync instead.
+        var replays = 0
+        var resyncs = 0
         /// Published events not yet queued to their observers, oldest first.
         var undelivered: [Event] = []
     }
@@ -110,6 +113,16 @@ public final class Hub: Sendable {
 
     /// The newest sequence number published.
     public var lastEventId: UInt64 { state.withLock { $0.sequence } }
+
+    /// Observers that resumed with a replay (`Last-Event-ID` within the history), and that got a
+    /// resync (an id unknown, or older than the history).
+    public var resumes: (replays: Int, resyncs: Int) { state.withLock { ($0.replays, $0.resyncs) } }
+
+    /// The oldest event kept for replay; nil when none is.
+    public var oldestEventId: UInt64? { state.withLock { $0.history.first?.id } }
+
+    /// Events kept for replay.
+    public var historyCount: Int { state.withLock { $0.history.count } }
 
     /// The number of live observers.
     public var observerCount: Int { state.withLock { $0.observerCount } }
@@ -347,13 +360,16 @@ public final class Hub: Sendable {
         case .now(let snapshot):
             return snapshot ? snapshots(for: observer.interests, in: &state, resync: false) : []
         case .unknown:
+            state.resyncs += 1
             return snapshots(for: observer.interests, in: &state, resync: true)
         case .after(let lastSeen):
             let oldest = state.history.first?.id ?? state.sequence + 1
             // Replay only when every event after `lastSeen` is still kept and `lastSeen` is not from the future.
             guard lastSeen <= state.sequence, lastSeen + 1 >= oldest else {
+                state.resyncs += 1
                 return snapshots(for: observer.interests, in: &state, resync: true)
             }
+            state.replays += 1
             var events: [Event] = []
             // The first kept event after `lastSeen`. Ids are consecutive except where a store migration
             // removed events (stored ticks), so search rather than count.

@@ -1,10 +1,12 @@
 import ArgumentParser
+import CoreMetrics
 import Foundation
 import HeraldAuth
 import HeraldHTTP
 import HeraldServer
 import HeraldStore
 import Logging
+import Prometheus
 
 /// `herald`: runs the server (`herald serve`, the default), or prints a token (`herald token`).
 @main
@@ -21,7 +23,7 @@ struct HeraldServe: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Runs the server until SIGTERM or SIGINT (the default command).",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_CONNECTIONS_PER_SECOND, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_CONNECTIONS_PER_SECOND, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY, HERALD_LOG_FORMAT, HERALD_NO_ACCESS_LOG=1, HERALD_NO_METRICS=1, HERALD_METRICS_HOST, HERALD_METRICS_PORT, HERALD_DRAIN_SECONDS. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -102,6 +104,24 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "Proxy addresses or CIDR ranges, comma-separated, whose X-Forwarded-For names the client (env HERALD_TRUSTED_PROXY).")
     var trustedProxy: String? = Environment.string("HERALD_TRUSTED_PROXY")
 
+    @Option(help: "text, or json: one JSON object per line for log collectors (env HERALD_LOG_FORMAT).")
+    var logFormat: String = Environment.string("HERALD_LOG_FORMAT") ?? "text"
+
+    @Flag(help: "No access line per request (streams still log their opening and closing) (env HERALD_NO_ACCESS_LOG=1).")
+    var noAccessLog: Bool = Environment.flag("HERALD_NO_ACCESS_LOG")
+
+    @Flag(help: "Count nothing and serve no /metrics (env HERALD_NO_METRICS=1).")
+    var noMetrics: Bool = Environment.flag("HERALD_NO_METRICS")
+
+    @Option(help: "Serve /metrics on this address only, not on the public listener; with --metrics-port (env HERALD_METRICS_HOST).")
+    var metricsHost: String? = Environment.string("HERALD_METRICS_HOST")
+
+    @Option(help: "Serve /metrics on this port only, not on the public listener; 0 picks a free one (env HERALD_METRICS_PORT).")
+    var metricsPort: Int? = Environment.int("HERALD_METRICS_PORT")
+
+    @Option(help: "Seconds between SIGTERM and the streams' end, while /health/ready answers 503 so a balancer stops sending; SIGINT (Ctrl-C) or a second signal stops at once (env HERALD_DRAIN_SECONDS).")
+    var drainSeconds: Int = Environment.int("HERALD_DRAIN_SECONDS") ?? 2
+
     /// Every range is one the server can run with: a heartbeat in milliseconds fits an Int32, a queue
     /// or a pool fits in memory.
     func validate() throws {
@@ -132,6 +152,11 @@ struct HeraldServe: ParsableCommand {
         guard (1...3600).contains(headerTimeout) else { throw ValidationError("--header-timeout must be 1 to 3600 seconds") }
         guard (1024...1_048_576).contains(maxHeaderBytes) else { throw ValidationError("--max-header-bytes must be 1024 to 1048576") }
         guard (256...1_048_576).contains(maxUrlBytes) else { throw ValidationError("--max-url-bytes must be 256 to 1048576") }
+        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
+        if let metricsPort, !(0...65535).contains(metricsPort) { throw ValidationError("--metrics-port must be 0 to 65535") }
+        if metricsHost != nil, metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
+        if noMetrics, metricsPort != nil { throw ValidationError("--metrics-port serves /metrics, which --no-metrics turns off") }
+        guard (0...300).contains(drainSeconds) else { throw ValidationError("--drain-seconds must be 0 to 300") }
         if let trustedProxy, Self.addressRanges(trustedProxy) == nil {
             throw ValidationError("--trusted-proxy must be addresses or CIDR ranges, comma-separated (10.0.0.0/8,::1)")
         }
@@ -171,7 +196,13 @@ struct HeraldServe: ParsableCommand {
         // First, before any thread exists: a SIGTERM sent as soon as the server answers is never lost.
         let termination = Termination()
         let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
@@ -202,6 +233,9 @@ struct HeraldServe: ParsableCommand {
         configuration.http.targetBytesLimit = maxUrlBytes
         configuration.http.connectionMemoryLimit = max(connectionMemory, maxHeaderBytes + maxUrlBytes)
         configuration.http.trustedProxies = trustedProxy.flatMap(Self.addressRanges) ?? []
+        configuration.metrics = !noMetrics
+        configuration.metricsListener = metricsPort.map { (metricsHost ?? "127.0.0.1", $0) }
+        configuration.accessLog = !noAccessLog
         do {
             configuration.tokenKey = try tokenKey()
         } catch {
@@ -217,8 +251,16 @@ struct HeraldServe: ParsableCommand {
             logger.critical("cannot start: \(error)")
             throw ExitCode.failure
         }
+        // Libraries that count through swift-metrics count into Herald's /metrics too.
+        if let metrics = herald.metrics { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics.registry)) }
         logger.info("ready", metadata: ["open.files": "\(openFiles)"])
-        termination.wait()
+        let signal = termination.wait()
+        if signal == SIGTERM, drainSeconds > 0 {
+            // A balancer polling /health/ready sees 503 and stops sending; the streams still run.
+            herald.beginDraining()
+            logger.info("draining before stopping", metadata: ["drain.seconds": "\(drainSeconds)"])
+            _ = termination.wait(seconds: drainSeconds)
+        }
         logger.info("stopping")
         herald.stop()
     }
@@ -275,10 +317,25 @@ final class Termination {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
     }
 
-    /// Blocks until SIGTERM or SIGINT.
-    func wait() {
+    /// Blocks until SIGTERM or SIGINT, and returns which.
+    @discardableResult
+    func wait() -> Int32 {
         var received: Int32 = 0
         while sigwait(&signals, &received) != 0 {}
+        return received
+    }
+
+    /// Blocks until SIGTERM or SIGINT, or for `seconds`; returns the signal, or nil when the time ran out.
+    func wait(seconds: Int) -> Int32? {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return nil }
+            var timeout = timespec(tv_sec: Int(left.components.seconds), tv_nsec: Int(left.components.attoseconds / 1_000_000_000))
+            let received = sigtimedwait(&signals, nil, &timeout)
+            if received > 0 { return received }
+            if errno != EINTR { return nil }
+        }
     }
 }
 
@@ -294,7 +351,7 @@ enum Environment {
     static let numbers = ["HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_HISTORY_EVENTS", "HERALD_HISTORY",
                           "HERALD_HISTORY_DAYS", "HERALD_OBSERVER_QUEUE", "HERALD_CONNECTION_MEMORY", "HERALD_STREAMS_PER_ADDRESS",
                           "HERALD_MAX_STREAMS", "HERALD_CONNECTIONS_PER_SECOND", "HERALD_WRITES_PER_SECOND", "HERALD_HEADER_TIMEOUT",
-                          "HERALD_MAX_HEADER_BYTES", "HERALD_MAX_URL_BYTES"]
+                          "HERALD_MAX_HEADER_BYTES", "HERALD_MAX_URL_BYTES", "HERALD_METRICS_PORT", "HERALD_DRAIN_SECONDS"]
 
     static func flag(_ name: String) -> Bool {
         guard let value = string(name)?.lowercased() else { return false }

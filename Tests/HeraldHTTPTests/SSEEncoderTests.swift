@@ -92,8 +92,10 @@ import Synchronization
         let logged = LockedBox<[String]>([])
         var router = Router { request, error in logged.mutate { $0.append("\(request.id): \(error)") } }
         router.add("GET", "/boom") { _ in throw Secret() }
-        let response = router.respond(to: Request(method: "GET", path: "/boom", id: "req-7"))
+        // The server names the request in every problem it sends (`HTTPServer.identified`).
+        let response = HTTPServer.identified(router.respond(to: Request(method: "GET", path: "/boom", id: "req-7")), id: "req-7")
         #expect(response.status == 500)
+        #expect(response.route == "/boom")
         guard case .bytes(let body) = response.body else { Issue.record("no body"); return }
         let text = String(decoding: body, as: UTF8.self)
         #expect(!text.contains("SQLITE") && !text.contains("/var/lib"), "\(text)")

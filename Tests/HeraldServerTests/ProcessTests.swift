@@ -91,6 +91,44 @@ import Testing
         #expect(throws: (any Error).self) { try HTTPClient(port: herald.port).get("/health") }
     }
 
+    @Test func sigtermTurnsReadinessOffBeforeTheStreamsEnd() throws {
+        let herald = try HeraldProcess(arguments: HeraldProcess.unlimited + ["--drain-seconds", "3"])
+        let client = HTTPClient(port: herald.port)
+        #expect(try client.get("/health/ready").status == 200)
+        let stream = try SSEClient(port: herald.port, path: "/currency/events")
+        #expect(try stream.next().event == "snapshot")
+        let start = Date()
+        herald.process.terminate()
+        #expect(eventually(timeout: 2) { (try? HTTPClient(port: herald.port).get("/health/ready").status) == 503 },
+                "not ready soon after SIGTERM")
+        // Draining: the stream is open and still served, and so are changes.
+        #expect(!stream.ended)
+        #expect(try HTTPClient(port: herald.port).put("/currency", #"{"default":"euro"}"#).status == 200)
+        #expect(try stream.next(named: "currency").json["default"] as? String == "euro")
+        #expect(stream.awaitEnd(timeout: 10), "the stream ended once the drain was over")
+        let ended = Date().timeIntervalSince(start)
+        #expect(ended > 2.5 && ended < 10, "after the 3 s drain: \(ended)")
+        herald.process.waitUntilExit()
+        #expect(herald.process.terminationStatus == 0)
+    }
+
+    @Test func jsonLogsAreOneObjectPerLineCarryingTheRequestID() throws {
+        let herald = try HeraldProcess(arguments: ["--log-format", "json"])
+        #expect(try HTTPClient(port: herald.port).request("GET", "/auctions/1", headers: [("X-Request-ID", "json-7")]).status == 200)
+        #expect(eventually { herald.log.text.contains("json-7") })
+        var access: [String: String]?
+        for line in herald.log.text.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "\(line)")
+            #expect(object["time"] != nil && object["level"] != nil && object["message"] != nil)
+            if object["http.request_id"] == "json-7" { access = object }
+        }
+        let line = try #require(access)
+        #expect(line["message"] == "request")
+        #expect(line["http.route"] == "/auctions/{id}")
+        #expect(line["http.status"] == "200")
+        #expect(Double(line["http.duration_ms"] ?? "") != nil)
+    }
+
     /// Runs herald with `arguments` and `environment` added; returns its exit status (it must stop by itself).
     func exitStatus(_ arguments: [String], environment: [String: String] = [:]) throws -> Int32 {
         let process = Process()
@@ -148,6 +186,8 @@ import Testing
             ["--jwt-key", "too-short"], ["--jwt-key", "0123456789abcdef0123456789abcdef", "--jwt-public-key-file", "/nonexistent"],
             ["--jwt-public-key-file", "/nonexistent"], ["--header-timeout", "0"], ["--trusted-proxy", "10.0.0.0/33"],
             ["--trusted-proxy", "proxy.example"], ["--streams-per-address", "-1"], ["--max-header-bytes", "10"],
+            ["--log-format", "xml"], ["--metrics-port", "70000"], ["--metrics-host", "127.0.0.1"], ["--no-metrics", "--metrics-port", "9100"],
+            ["--drain-seconds", "-1"], ["--drain-seconds", "301"],
         ]
         for arguments in refused {
             #expect(try exitStatus(arguments) == 64, "\(arguments)")

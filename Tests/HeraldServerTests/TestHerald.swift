@@ -14,7 +14,7 @@ final class TestHerald {
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,
          bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil, historyDays: Int? = 7,
          allowedHosts: [String]? = nil, corsOrigin: String = "*", connectionLimit: Int? = nil,
-         synchronous: Synchronous = .normal, configure: (inout HeraldConfiguration) -> Void = { _ in }) throws {
+         synchronous: Synchronous = .normal, logger: Logger? = nil, configure: (inout HeraldConfiguration) -> Void = { _ in }) throws {
         var configuration = HeraldConfiguration()
         configuration.http.host = "127.0.0.1"
         configuration.http.port = 0
@@ -31,7 +31,10 @@ final class TestHerald {
         configuration.synchronous = synchronous
         configure(&configuration)
         self.clock = clock
-        herald = try Herald(configuration: configuration, logger: Logger(label: "test"), clock: clock ?? SystemClock())
+        // Warnings and worse only: an access line per request would bury the test output.
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .warning
+        herald = try Herald(configuration: configuration, logger: logger ?? quiet, clock: clock ?? SystemClock())
         try herald.start()
     }
 
@@ -88,7 +91,9 @@ final class HeraldProcess {
     init(arguments: [String] = [], dataDirectory: String? = nil) throws {
         process.executableURL = heraldExecutable()
         let store = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
-        process.arguments = ["--port", "0", "--log-level", "info"] + store + arguments
+        // No pause between SIGTERM and the streams' end unless a test asks for one.
+        let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
+        process.arguments = ["--port", "0", "--log-level", "info"] + store + drain + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
         let log = self.log
@@ -128,8 +133,9 @@ final class LogLines: Sendable {
 
     /// The port from the `herald listening` line (`http.port=N`), once it is written.
     var listeningPort: Int? {
+        // Text (`http.port=N`) or JSON (`"http.port":"N"`) lines.
         guard let line = text.split(separator: "\n").first(where: { $0.contains("herald listening") }),
-              let range = line.range(of: "http.port=") else { return nil }
+              let range = line.range(of: "http.port=") ?? line.range(of: #""http.port":""#) else { return nil }
         return Int(line[range.upperBound...].prefix { $0.isNumber })
     }
 }

@@ -4,10 +4,6 @@ import HeraldJSON
 public struct Response: Sendable {
     public enum Body: Sendable {
         case bytes([UInt8])
-        /// Bytes the handler keeps and hands out again (a cached encoding): the server may keep the
-        /// finished response for them and send it again while the same bytes come with the same
-        /// status and headers.
-        case shared([UInt8])
         case eventStream(any EventFeed)
         /// An answer made on another thread (a change waiting for the writer): the connection waits,
         /// suspended, while the thread that serves every other request goes on. The final response
@@ -28,6 +24,8 @@ public struct Response: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: Body
+    /// The pattern of the route that made it (`/auctions/{id}`), set by the router; for metrics and logs.
+    public var route: String?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .bytes([])) {
         self.status = status

@@ -7,6 +7,7 @@ public typealias Handler = @Sendable (Request) throws -> Response
 public struct Router: Sendable {
     struct Route: Sendable {
         let method: String
+        let pattern: String
         let segments: [Segment]
         let handler: Handler
         /// How many segments are literal: the more, the more specific.
@@ -36,12 +37,12 @@ public struct Router: Sendable {
         let literals = segments.count { if case .literal = $0 { true } else { false } }
         while bySegmentCount.count <= segments.count { bySegmentCount.append([]) }
         bySegmentCount[segments.count].append(routes.count)
-        routes.append(Route(method: method, segments: segments, handler: handler, literals: literals))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler, literals: literals))
     }
 
     /// What the router does with a request: a handler with its path parameters, or a problem.
     public enum Match {
-        case handler(Handler, [String: String])
+        case handler(Handler, [String: String], pattern: String)
         case notFound
         case methodNotAllowed(allowed: [String])
     }
@@ -65,7 +66,7 @@ public struct Router: Sendable {
             if exact == nil, routes[index].method == method { exact = index }
             if viaGet == nil, method == "HEAD", routes[index].method == "GET" { viaGet = index }
         }
-        if let index = exact ?? viaGet { return .handler(routes[index].handler, Self.bind(routes[index].segments, to: parts)) }
+        if let index = exact ?? viaGet { return .handler(routes[index].handler, Self.bind(routes[index].segments, to: parts), pattern: routes[index].pattern) }
         var allowed = candidates.filter { routes[$0].literals == bestLiterals && Self.fits(routes[$0].segments, parts) }.map { routes[$0].method }
         if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }
@@ -81,19 +82,21 @@ public struct Router: Sendable {
             return Problem(status: 405, detail: "\(request.method) is not allowed on \(request.path)",
                            extra: [("allowed", .array(allowed.map { .string($0) }))],
                            headers: [("Allow", allowed.joined(separator: ", "))]).response
-        case .handler(let handler, let parameters):
+        case .handler(let handler, let parameters, let pattern):
             var request = request
             request.parameters = parameters
+            var response: Response
             do {
-                return try handler(request)
+                response = try handler(request)
             } catch let problem as Problem {
-                return problem.response
+                response = problem.response
             } catch {
-                // The specifics are for the log, not the client.
+                // The specifics are for the log, not the client (the server adds the request's id).
                 onUnexpected(request, error)
-                return Problem(status: 500, detail: "the server failed to answer this request; the log has its id",
-                               extra: [("requestId", .string(request.id))]).response
+                response = Problem(status: 500, detail: "the server failed to answer this request; the log has its id").response
             }
+            response.route = pattern
+            return response
         }
     }
 

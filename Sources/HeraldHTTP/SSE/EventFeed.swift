@@ -37,8 +37,14 @@ public protocol EventFeed: AnyObject, Sendable {
     /// When the stream ends (its token expires): it is then closed cleanly, and the client reconnects
     /// with a fresh token and `Last-Event-ID`. nil: it never has to.
     var expires: Date? { get }
+    /// Events taken so far (for the stream's summary and the delivered count); the engine's thread only.
+    var eventsTaken: Int { get }
+    /// The feed finished because its client fell too far behind (a slow consumer).
+    var overflowed: Bool { get }
 }
 
 extension EventFeed {
     public var expires: Date? { nil }
+    public var eventsTaken: Int { 0 }
+    public var overflowed: Bool { false }
 }

@@ -32,6 +32,10 @@ final class EventStream: @unchecked Sendable {
     let feed: any EventFeed
     /// The client's address, whose streams are counted (see `StreamEngine.perClientLimit`).
     let client: String
+    /// The request that opened the stream, and its path, for the stream's summary.
+    let requestID: String
+    let path: String
+    let opened = ContinuousClock.now
     /// In the engine's inbox already: a second wake-up adds nothing.
     let scheduled = Atomic<Bool>(false)
 
@@ -45,6 +49,8 @@ final class EventStream: @unchecked Sendable {
     /// Nothing written since the last heartbeat round.
     var quiet = true
     var closing: Closing?
+    /// Why the stream is closing, once it is (for its summary).
+    var closingReason: StreamSummary.End?
     /// The last chunk (or nothing, for HTTP/1.0) is in `out`: the socket closes once it is out.
     var ending = false
     /// The client sent its FIN (a half-close, or gone: the next write tells).
@@ -54,9 +60,12 @@ final class EventStream: @unchecked Sendable {
     var registered = false
     var closed = false
 
-    init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, start: [UInt8]) {
+    init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
+         start: [UInt8]) {
         self.token = token
         self.client = client
+        self.requestID = requestID
+        self.path = path
         self.socket = socket
         self.framing = framing
         self.feed = feed

@@ -43,6 +43,8 @@ public final class StreamEngine: Sendable {
     let limit: Int
     /// Streams one client address may hold; nil: no limit.
     let perClientLimit: Int?
+    /// Told of each stream's end and of the events written.
+    private let observer: (any HTTPObserver)?
     /// Open streams by client address (only while `perClientLimit` is set).
     private let clients = Mutex<[String: Int]>([:])
     /// Runs about once a second on the engine's thread.
@@ -61,9 +63,10 @@ public final class StreamEngine: Sendable {
     private let wakeup: Int32
     private let loop = Loop()
 
-    init(limit: Int, perClientLimit: Int? = nil) {
+    init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil) {
         self.limit = limit
         self.perClientLimit = perClientLimit
+        self.observer = observer
         epoll = cepoll_create()
         wakeup = cepoll_eventfd()
         _ = cepoll_add(epoll, wakeup, CEPOLL_IN, 0)
@@ -117,7 +120,8 @@ public final class StreamEngine: Sendable {
 
     /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it.
     /// Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
-    func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, start: [UInt8]) throws(Refusal) {
+    func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
+             start: [UInt8]) throws(Refusal) {
         if let perClientLimit {
             let taken = clients.withLock { clients -> Bool in
                 guard clients[client, default: 0] < perClientLimit else { return false }
@@ -132,7 +136,7 @@ public final class StreamEngine: Sendable {
             throw .full
         }
         let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
-                                 framing: framing, feed: feed, client: client, start: start)
+                                 framing: framing, feed: feed, client: client, requestID: requestID, path: path, start: start)
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
         feed.setWaker { [self] _ in wake(stream) }
         let added = inbox.withLock { inbox -> Bool in
@@ -248,6 +252,7 @@ public final class StreamEngine: Sendable {
             if let closeAll {
                 for stream in loop.streams.values {
                     stream.closing = max(stream.closing ?? closeAll, closeAll)
+                    stream.closingReason = .shutdown
                     loop.ready.append(stream)
                 }
             }
@@ -264,7 +269,7 @@ public final class StreamEngine: Sendable {
                 for hook in tickHooks.withLock({ $0 }) { hook() }
             }
         }
-        for stream in Array(loop.streams.values) { drop(stream) }
+        for stream in Array(loop.streams.values) { drop(stream, .shutdown) }
         // Whatever came in after the last pass: streams never registered are closed, wake-ups dropped.
         for stream in inbox.withLock({ inbox in defer { inbox = Inbox() }; return inbox.added }) {
             close(stream.socket)
@@ -305,6 +310,7 @@ public final class StreamEngine: Sendable {
             for token in loop.expiring.removeValue(forKey: second) ?? [] {
                 guard let stream = loop.streams[token] else { continue }
                 stream.closing = max(stream.closing ?? .graceful, .graceful)
+                stream.closingReason = stream.closingReason ?? .expired
                 loop.ready.append(stream)
             }
         }
@@ -313,20 +319,20 @@ public final class StreamEngine: Sendable {
 
     private func handle(_ bits: UInt32, on stream: EventStream, scratch: UnsafeMutableRawBufferPointer) {
         if bits & (CEPOLL_HUP | CEPOLL_ERR) != 0 {
-            drop(stream)
+            drop(stream, .clientLeft)
             return
         }
         if bits & (CEPOLL_IN | CEPOLL_RDHUP) != 0 {
             let wasFinished = stream.peerFinished
             guard stream.discardInput(into: scratch) else {
-                drop(stream)
+                drop(stream, .clientLeft)
                 return
             }
             if stream.peerFinished, !wasFinished, !stream.hasPending {
                 // Half-closed, or gone: a heartbeat to a closed socket is answered with a reset.
                 stream.load(Self.heartbeatBuffer)
                 guard stream.write() else {
-                    drop(stream)
+                    drop(stream, .clientLeft)
                     return
                 }
             }
@@ -342,14 +348,14 @@ public final class StreamEngine: Sendable {
     /// cannot hold up the others.
     private func flush(_ stream: EventStream) {
         if stream.closing == .abort {
-            drop(stream)
+            drop(stream, stream.closingReason ?? .shutdown)
             return
         }
         guard !stream.blocked else { return }
         for _ in 0..<4 {
             if stream.hasPending {
                 guard stream.write() else {
-                    drop(stream)
+                    drop(stream, .clientLeft)
                     return
                 }
                 if stream.blocked { return }
@@ -359,7 +365,12 @@ public final class StreamEngine: Sendable {
                 return
             }
             var buffer = EventStream.buffer()
+            let before = stream.feed.eventsTaken
             let poll = stream.feed.take(into: &buffer, limit: EventStream.writeSize)
+            if let observer {
+                let taken = stream.feed.eventsTaken - before
+                if taken > 0 { observer.delivered(taken) }
+            }
             switch poll {
             case .taken:
                 // An empty chunk would end the body.
@@ -371,7 +382,7 @@ public final class StreamEngine: Sendable {
                 }
                 if !stream.ending { return }
             case .finished:
-                drop(stream)
+                drop(stream, stream.feed.overflowed ? .slowConsumer : .finished)
                 return
             }
         }
@@ -381,7 +392,7 @@ public final class StreamEngine: Sendable {
     /// The body's end is out: close the sending side, then the socket.
     private func finish(_ stream: EventStream) {
         shutdown(stream.socket, Int32(SHUT_WR))
-        drop(stream)
+        drop(stream, stream.closingReason ?? .finished)
     }
 
     /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
@@ -391,13 +402,13 @@ public final class StreamEngine: Sendable {
         for stream in Array(loop.streams.values) {
             if stream.blocked {
                 stream.blockedRounds += 1
-                if stream.blockedRounds >= 2 { drop(stream) }
+                if stream.blockedRounds >= 2 { drop(stream, .slowConsumer) }
                 continue
             }
             if stream.quiet, !stream.hasPending, !stream.ending {
                 stream.load(Self.heartbeatBuffer)
                 if !stream.write() {
-                    drop(stream)
+                    drop(stream, .clientLeft)
                     continue
                 }
             }
@@ -411,9 +422,11 @@ public final class StreamEngine: Sendable {
     /// The last chunk of a chunked body.
     private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
-    /// Closes the socket and ends the feed (which removes the observer).
-    private func drop(_ stream: EventStream) {
+    /// Closes the socket and ends the feed (which removes the observer), and tells why.
+    private func drop(_ stream: EventStream, _ reason: StreamSummary.End) {
         guard !stream.closed else { return }
+        observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
+                                            duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
         stream.closed = true
         _ = cepoll_remove(epoll, stream.socket)
         close(stream.socket)

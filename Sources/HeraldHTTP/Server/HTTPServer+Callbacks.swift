@@ -100,19 +100,21 @@ extension HTTPServer {
             // First call, head only. Queueing a response now costs keep-alive (see shared notes), so only
             // a refusal is answered now: its connection closes, and no byte after the head is read.
             context.started = true
+            context.startedAt = .now
             headDeadlines.headReceived(connection)
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
             context.head = head
+            context.id = requestIDs.id(for: head.first { $0.name.lowercased() == "x-request-id" }?.value)
             context.client = client(of: connection, head: head)
             if context.rawTarget.utf8.count > configuration.targetBytesLimit {
                 let problem = Problem(status: 414, detail: "the request target is longer than \(configuration.targetBytesLimit) bytes",
                                       headers: [("Connection", "close")])
-                return queue(problem.response, on: connection, method: methodName)
+                return answer(problem.response, on: connection, method: methodName, context: context)
             }
             if head.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }) > configuration.headerBytesLimit {
                 let problem = Problem(status: 431, detail: "the request's header fields are larger than \(configuration.headerBytesLimit) bytes",
                                       headers: [("Connection", "close")])
-                return queue(problem.response, on: connection, method: methodName)
+                return answer(problem.response, on: connection, method: methodName, context: context)
             }
             let declaredLength: Int?
             do throws(Problem) {
@@ -123,10 +125,10 @@ extension HTTPServer {
             } catch {
                 var response = error.response
                 if response.header("Connection") == nil { response.headers.append(("Connection", "close")) }
-                return queue(response, on: connection, method: methodName)
+                return answer(response, on: connection, method: methodName, context: context)
             }
             if let declaredLength, declaredLength > configuration.bodyLimit {
-                return queue(tooLarge(), on: connection, method: methodName)
+                return answer(tooLarge(), on: connection, method: methodName, context: context)
             }
             return MHD_Result.YES
         }
@@ -152,9 +154,9 @@ extension HTTPServer {
                 return MHD_Result.YES
             }
             context.pending = nil
-            return queue(answer, on: connection, method: methodName, chunked: http11)
+            return self.answer(answer, on: connection, method: methodName, context: context, chunked: http11)
         }
-        if context.tooLarge { return queue(tooLarge(), on: connection, method: methodName) }
+        if context.tooLarge { return answer(tooLarge(), on: connection, method: methodName, context: context) }
         guard let target = context.target else { return MHD_Result.NO }
         // The stream engine is woken once this answer is out (in the completed callback), not while
         // it is made: on a shared core, a fan-out started mid-request would delay the answer.
@@ -163,8 +165,9 @@ extension HTTPServer {
             method: methodName, path: target.path, segments: target.segments,
             query: target.query.map { ($0.name, $0.value) },
             headers: context.head,
-            body: context.body, id: requestIDs.next(), client: context.client)
+            body: context.body, id: context.id, client: context.client)
         let response = handler(request)
+        context.route = response.route
         if case .deferred(let deferred) = response.body {
             // Suspended before the answer can come, so the resume always finds it suspended.
             let pending = PendingAnswer(connection: connection, headers: response.headers)
@@ -174,11 +177,49 @@ extension HTTPServer {
             sendDeferredWakeup()
             return MHD_Result.YES
         }
-        logger.debug("request", metadata: [
-            "http.method": "\(request.method)", "http.path": "\(request.path)", "http.status": "\(response.status)",
-            "http.request_id": "\(request.id)",
-        ])
-        return queue(response, on: connection, method: methodName, chunked: http11, client: request.client)
+        return answer(response, on: connection, method: methodName, context: context, chunked: http11)
+    }
+
+    /// Queues the answer to a request, with its id (`X-Request-ID`, and `requestId` in a problem
+    /// document), and tells the observer; a stream is handed to the engine.
+    private func answer(_ response: Response, on connection: OpaquePointer, method: String, context: RequestContext,
+                        chunked: Bool = false) -> MHD_Result {
+        let response = Self.identified(response, id: context.id)
+        if case .eventStream(let feed) = response.body, method != "HEAD" {
+            return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited,
+                            method: method, context: context)
+        }
+        report(response.status, method: method, context: context, isStream: false)
+        return queue(response, on: connection, method: method, chunked: chunked)
+    }
+
+    private func report(_ status: Int, method: String, context: RequestContext, isStream: Bool) {
+        guard let observer else { return }
+        observer.answered(Exchange(method: method, path: context.target?.path ?? Self.path(of: context.rawTarget), route: context.route,
+                                   status: status, duration: context.startedAt.duration(to: .now), requestID: context.id,
+                                   client: context.client, isStream: isStream))
+    }
+
+    /// The target's path, for a request whose target did not parse: what comes before the query.
+    private static func path(of target: String) -> String {
+        String(target.prefix { $0 != "?" }.prefix(200))
+    }
+
+    /// `response` with `X-Request-ID`, and with `requestId` in its problem document: every problem,
+    /// whoever made it, names the request the log lines name.
+    public static func identified(_ response: Response, id: String) -> Response {
+        var response = response
+        response.headers.append(("X-Request-ID", id))
+        if response.status >= 400, case .bytes(let bytes) = response.body, bytes.last == UInt8(ascii: "}"),
+           response.header("Content-Type") == "application/problem+json" {
+            // The id is letters, digits and JSON-safe punctuation (`RequestIDs.isUsable`): no escaping.
+            var body = Array(bytes.dropLast())
+            body.append(contentsOf: (bytes.count > 2 ? #","requestId":""# : #""requestId":""#).utf8)
+            body.append(contentsOf: id.utf8)
+            body.append(contentsOf: #""}"#.utf8)
+            response.body = .bytes(body)
+        }
+        return response
     }
 
     /// Sends the stream engine the wake-up this thread deferred while answering, if any.
@@ -190,10 +231,9 @@ extension HTTPServer {
         Problem(status: 413, detail: "the request body is larger than \(configuration.bodyLimit) bytes").response
     }
 
-    /// - Parameter keep: takes the reference to the libmicrohttpd response that is made (with its
-    ///   headers), to queue it again later; by default the reference is dropped once it is queued.
-    private func queue(_ response: Response, on connection: OpaquePointer, method: String,
-                       chunked: Bool = false, client: String = "-", keep: ((OpaquePointer) -> Void)? = nil) -> MHD_Result {
+    /// Makes libmicrohttpd's response and queues it. The body is copied: every answer carries its own
+    /// request id, so a finished response is never sent twice.
+    private func queue(_ response: Response, on connection: OpaquePointer, method: String, chunked: Bool = false) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .eventStream(let feed) where method == "HEAD":
@@ -204,16 +244,10 @@ extension HTTPServer {
             mhdResponse = bytes.withUnsafeBytes { buffer in
                 MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
             }
-        case .shared(let bytes):
-            if let kept = keptResponses.response(for: bytes, status: response.status, headers: response.headers) {
-                return MHD_queue_response(connection, UInt32(response.status), kept)
-            }
-            return queue(Response(status: response.status, headers: response.headers, body: .bytes(bytes)), on: connection, method: method) {
-                self.keptResponses.keep($0, for: bytes, status: response.status, headers: response.headers)
-            }
         case .eventStream(let feed):
-            return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited,
-                            client: client)
+            // Handed over in `answer`; one that reaches here is the handler's mistake.
+            feed.close()
+            return queue(Problem(status: 500, detail: "the stream was not started").response, on: connection, method: method)
         case .deferred:
             // A deferred answer that is itself deferred: a handler's bug, answered plainly.
             return queue(Problem(status: 500, detail: "the answer was not made").response, on: connection, method: method)
@@ -223,7 +257,7 @@ extension HTTPServer {
             _ = MHD_add_response_header(mhdResponse, header.name, header.value)
         }
         let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
-        if let keep { keep(mhdResponse) } else { MHD_destroy_response(mhdResponse) }
+        MHD_destroy_response(mhdResponse)
         return result
     }
 
@@ -235,7 +269,7 @@ extension HTTPServer {
     /// socket from its epoll set before closing (daemon.c:3824). A request pipelined after a stream
     /// is never answered, as a stream does not end.
     private func handOver(_ feed: any EventFeed, head headers: [(name: String, value: String)], connection: OpaquePointer,
-                          framing: StreamFraming, client: String) -> MHD_Result {
+                          framing: StreamFraming, method: String, context: RequestContext) -> MHD_Result {
         let shuttingDown = draining.load(ordering: .sequentiallyConsistent)
         let socket = shuttingDown ? -1 : clinux_dup(cmhd_connection_fd(connection))
         var start = StreamHead.bytes(headers: headers, framing: framing)
@@ -249,7 +283,11 @@ extension HTTPServer {
         var refused: StreamEngine.Refusal? = .full
         if socket >= 0 {
             do throws(StreamEngine.Refusal) {
-                try streams.add(socket: socket, framing: framing, feed: feed, client: client, start: start)
+                try streams.add(socket: socket, framing: framing, feed: feed, client: context.client, requestID: context.id,
+                                path: context.target?.path ?? "-", start: start)
+                report(200, method: method, context: context, isStream: true)
+                // The first events (snapshot or replay) go out with the head.
+                if let observer, feed.eventsTaken > 0 { observer.delivered(feed.eventsTaken) }
                 return MHD_Result.NO
             } catch {
                 refused = error
@@ -270,7 +308,9 @@ extension HTTPServer {
             refusal = Problem(status: 503, detail: "the server holds as many streams as it can; reconnect later",
                               headers: [("Retry-After", "5")] + cors)
         }
-        return queue(refusal.response, on: connection, method: "GET")
+        let answer = Self.identified(refusal.response, id: context.id)
+        report(answer.status, method: method, context: context, isStream: false)
+        return queue(answer, on: connection, method: method)
     }
 
     /// Every key/value pair of one kind (headers, query arguments), in order.

@@ -16,6 +16,8 @@ public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     let handler: @Sendable (Request) -> Response
     let logger: Logger
+    /// Told of every answer and stream (metrics, the access log); nil: nobody.
+    let observer: (any HTTPObserver)?
     /// The SSE streams, once their sockets are handed over.
     public let streams: StreamEngine
     /// Made again once the port is bound (port 0 picks one), before any request.
@@ -28,20 +30,20 @@ public final class HTTPServer: Sendable {
     let connectionRate: RateLimiter?
     /// Each connection's deadline for its request head.
     let headDeadlines: HeadDeadlines
-    /// Responses for shared bytes, sent again (the daemon's thread only).
-    let keptResponses = KeptResponses()
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
     /// Set when stopping begins: new streams are refused, so every stream can be ended before the daemon stops.
     let draining = Atomic<Bool>(false)
 
     /// - Parameter handler: answers every request; runs on the server's thread and must not block.
-    public init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping @Sendable (Request) -> Response) {
+    public init(configuration: HTTPServerConfiguration, logger: Logger, observer: (any HTTPObserver)? = nil,
+                handler: @escaping @Sendable (Request) -> Response) {
         self.configuration = configuration
         self.logger = logger
+        self.observer = observer
         self.handler = handler
         streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
-                               perClientLimit: configuration.streamsPerClient)
+                               perClientLimit: configuration.streamsPerClient, observer: observer)
         clients = ClientResolver(trustedProxies: configuration.trustedProxies)
         connectionRate = configuration.connectionsPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }
         let headDeadlines = HeadDeadlines(timeout: configuration.headerTimeout)

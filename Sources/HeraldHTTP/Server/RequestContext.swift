@@ -11,6 +11,12 @@ final class RequestContext {
     var client = "-"
     /// The access handler has seen the head (its first call is over).
     var started = false
+    /// When the head was read: a request's duration is counted from here.
+    var startedAt = ContinuousClock.now
+    /// The request's id: the client's `X-Request-ID`, or one made (see `RequestIDs`).
+    var id = "-"
+    /// The pattern of the route that answered, once one did.
+    var route: String?
     var body: [UInt8] = []
     /// The body passed the limit: the rest is read and dropped, and the answer is 413.
     var tooLarge = false

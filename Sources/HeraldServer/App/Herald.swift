@@ -21,6 +21,12 @@ public final class Herald: Sendable {
     public let trips: TripBoard
     public let units: UnitStore
     private let server: HTTPServer
+    /// The listener of `/metrics` alone, when it is not the public one (`--metrics-port`).
+    private let metricsServer: HTTPServer?
+    /// Requests, streams, events and batches counted; nil with `--no-metrics`.
+    public let metrics: Metrics?
+    /// Set when shutting down begins: `/health/ready` is 503 from then on.
+    private let draining = Flag()
     private let store: SQLiteStore?
     private let clock: any DomainClock
     /// The next pruning, and whether Herald has stopped (then pruning never arms again).
@@ -93,12 +99,44 @@ public final class Herald: Sendable {
             }
         }
 
+        let metrics = configuration.metrics ? Metrics() : nil
+        self.metrics = metrics
+        if let metrics {
+            journal.countPublished { metrics.published($0) }
+            journal.writer.recordBatches { metrics.batch(changes: $0, finishing: $1) }
+        }
+        // The server's stream engine, for the scrape; the server is made after the routes that scrape it.
+        let engine = Slot<StreamEngine>()
+        let store = self.store
+        let scrape = metrics.map { Self.scraper($0, hub: hub, journal: journal, store: store, engine: engine) }
+        let draining = draining
+        let health = Health(live: startedAt) { () -> String? in
+            if draining.isSet { return "Herald is shutting down" }
+            if journal.writer.isStopped { return "the writer has stopped" }
+            if journal.isFailingToCommit { return "the store's last commit failed" }
+            if let store, Glibc.access(store.path, W_OK) != 0 { return "the store cannot be written (\(String(cString: strerror(errno))))" }
+            return nil
+        }
         let access = Access(verifier: configuration.tokenKey.map(TokenVerifier.init(key:)), publicStreams: configuration.publicStreams,
                             writeRate: configuration.writesPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }, now: { Date() })
         let router = Self.router(hub: hub, journal: journal, auctions: auctions, currency: currency, trips: trips, units: units,
-                                 access: access, queueLimit: configuration.observerQueueLimit, startedAt: startedAt, logger: logger)
+                                 access: access, queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
+                                 scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, router: router)
-        server = HTTPServer(configuration: configuration.http, logger: logger) { request in cors.respond(to: request) }
+        let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog)
+        server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry) { request in cors.respond(to: request) }
+        engine.value = server.streams
+        if let listener = configuration.metricsListener, let scrape {
+            var http = HTTPServerConfiguration()
+            (http.host, http.port) = (listener.host, listener.port)
+            (http.streamsPerClient, http.connectionsPerSecond, http.heartbeat) = (nil, nil, nil)
+            var router = Router()
+            router.add("GET", "/metrics") { _ in Metrics.response(scrape()) }
+            let metricsRouter = router
+            metricsServer = HTTPServer(configuration: http, logger: logger) { request in metricsRouter.respond(to: request) }
+        } else {
+            metricsServer = nil
+        }
         // A publish only signals the stream engine; its thread fans the event out and writes it.
         let streams = server.streams
         streams.beforeWriting { hub.deliver() }
@@ -112,6 +150,16 @@ public final class Herald: Sendable {
 
     public func start() throws {
         try server.start()
+        if let metricsServer {
+            do {
+                try metricsServer.start()
+            } catch {
+                server.stop(grace: .zero)
+                throw error
+            }
+            logger.info("metrics listening", metadata: ["http.host": "\(configuration.metricsListener?.host ?? "")",
+                                                        "http.port": "\(metricsServer.port)"])
+        }
         prune()
         logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
         if let key = configuration.tokenKey {
@@ -121,8 +169,19 @@ public final class Herald: Sendable {
         }
     }
 
+    /// The port `/metrics` is served on alone (`--metrics-port`), once started; nil when it is the public one.
+    public var metricsPort: Int? { metricsServer?.port }
+
+    /// Starts shutting down: `/health/ready` answers 503, so a balancer sends no more, while requests
+    /// and streams are served as before until `stop()`.
+    public func beginDraining() {
+        guard draining.set() else { return }
+        logger.info("draining: /health/ready answers 503")
+    }
+
     /// Stops timers, ends every stream cleanly and stops listening.
     public func stop() {
+        beginDraining()
         pruning.withLock { pruning in
             pruning.stopped = true
             pruning.timer?.cancel()
@@ -134,6 +193,7 @@ public final class Herald: Sendable {
         let written = journal.writer.statistics
         logger.info("writer stopped", metadata: ["writer.changes": "\(written.changes)", "writer.batches": "\(written.batches)"])
         server.stop()
+        metricsServer?.stop(grace: .zero)
         hub.endAll()
         logger.info("herald stopped")
     }
@@ -159,7 +219,7 @@ public final class Herald: Sendable {
 
     private static func router(hub: Hub, journal: Journal, auctions: AuctionHouse, currency: CurrencySetting, trips: TripBoard,
                                units: UnitStore, access: Access, queueLimit: Int, startedAt: ContinuousClock.Instant,
-                               logger: Logger) -> Router {
+                               health: Health, scrape: (@Sendable () -> [UInt8])?, logger: Logger) -> Router {
         let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access) { topic -> EventRoutes.TopicStatus in
             let parts = topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             let known: Bool
@@ -187,6 +247,8 @@ public final class Herald: Sendable {
                 "uptimeSeconds": .integer(Int(startedAt.duration(to: .now).components.seconds)),
             ])
         }
+        health.add(to: &routes)
+        if let scrape { routes.add("GET", "/metrics") { _ in Metrics.response(scrape()) } }
         routes.add("GET", "/subjects") { _ in
             .json(["subjects": .array(hub.subjects.map {
                 ["topic": .string($0.topic), "observers": .integer($0.observers), "lastEventId": .string(String($0.lastEventId))]
@@ -197,11 +259,56 @@ public final class Herald: Sendable {
         return routes.router
     }
 
+    /// What `/metrics` answers: the counters, and the state read at each scrape.
+    private static func scraper(_ metrics: Metrics, hub: Hub, journal: Journal, store: SQLiteStore?,
+                                engine: Slot<StreamEngine>) -> @Sendable () -> [UInt8] {
+        return {
+            var state = Metrics.State()
+            state.streamsOpen = engine.value?.count ?? 0
+            for subject in hub.subjects {
+                state.observers[String(subject.topic.prefix { $0 != "/" }), default: 0] += subject.observers
+            }
+            (state.replays, state.resyncs) = hub.resumes
+            state.writerQueue = journal.writer.queueDepth
+            state.storeBytes = store.map { fileSize($0.path) + fileSize($0.path + "-wal") }
+            state.historyEvents = hub.historyCount
+            state.oldestEventId = hub.oldestEventId
+            state.lastEventId = hub.lastEventId
+            return metrics.render(state)
+        }
+    }
+
+    /// A file's size in bytes; 0 when it is not there.
+    private static func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+
     private static func createExamples(auctions: AuctionHouse, trips: TripBoard, units: UnitStore) throws(DomainError) {
         _ = try auctions.create(NewAuction(item: "Antique pocket watch", countdownSeconds: 7, startingPrice: 100))
         let date = { (text: String) in Timestamp.parse(text) ?? .now }
         _ = try trips.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
                                  actualDeparture: date("2015-10-09T13:14:53Z")))
         _ = try units.put(HeraldDomain.Unit(id: "scout", name: "Scout", status: .healthy))
+    }
+}
+
+/// A flag set once, shared by reference.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .relaxed) }
+
+    /// Sets the flag; true when it was not set before.
+    func set() -> Bool { !value.exchange(true, ordering: .relaxed) }
+}
+
+/// A value filled in after what reads it is made.
+final class Slot<Value: Sendable>: Sendable {
+    private let stored = Mutex<Value?>(nil)
+
+    var value: Value? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }

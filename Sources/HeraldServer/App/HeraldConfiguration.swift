@@ -29,6 +29,12 @@ public struct HeraldConfiguration: Sendable {
     /// Changes one token (or, open, one address) may make a second, in bursts of twice that; more get
     /// 429. nil: no limit.
     public var writesPerSecond: Int? = 200
+    /// Count requests, streams, events and the writer's batches, and answer `GET /metrics`.
+    public var metrics = true
+    /// Where `/metrics` is served: nil, on the public listener; else on this host and port only.
+    public var metricsListener: (host: String, port: Int)? = nil
+    /// An access line per request at `info`.
+    public var accessLog = true
 
     public init() {}
 }

@@ -21,8 +21,11 @@ info:
     and can resume with `Last-Event-ID`. On HTTP/1.1 a stream is chunked; on HTTP/1.0 it has
     `Connection: close` and ends with the connection.
 
-    **Errors** are `application/problem+json` (RFC 9457). A 5xx carries `requestId`, the id its log
-    line names; the details stay in the log.
+    **Errors** are `application/problem+json` (RFC 9457). Every problem carries `requestId`, the id its
+    log lines name; the details of a 5xx stay in the log.
+
+    **Request ids.** Every answer has `X-Request-ID`: the request's own when it sent one of 1 to 128
+    letters, digits and `-_.:/+=@`, else one Herald made. Herald's log lines for the request carry it.
 
     **Requests.** Every request may also get: 400 when its head is ambiguous or malformed (two
     `Content-Length`s, `Content-Length` with `Transfer-Encoding`, a space before a header's colon, an
@@ -819,6 +822,81 @@ paths:
         "414": { $ref: "#/components/responses/UriTooLong" }
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
+  /health/live:
+    get:
+      tags: [service]
+      operationId: healthLive
+      summary: Liveness — the process answers.
+      responses:
+        "200":
+          description: Herald is running.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status, uptimeSeconds]
+                properties:
+                  status: { const: live }
+                  uptimeSeconds: { type: integer, minimum: 0 }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+  /health/ready:
+    get:
+      tags: [service]
+      operationId: healthReady
+      summary: Readiness — the store is open and writable, and Herald is not shutting down.
+      description: |
+        503 from the moment Herald starts shutting down (SIGTERM, then `--drain-seconds` during which
+        requests and streams are still served), so that a balancer stops sending before streams end;
+        also while the store cannot be written or its last commit failed.
+      responses:
+        "200":
+          description: Herald takes changes.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status]
+                properties:
+                  status: { const: ready }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
+        "503":
+          description: Not ready; `detail` says why.
+          headers:
+            Retry-After: { schema: { type: integer } }
+          content:
+            application/problem+json:
+              schema: { $ref: "#/components/schemas/Problem" }
+  /metrics:
+    get:
+      tags: [service]
+      operationId: metrics
+      summary: Prometheus metrics (text format 0.0.4).
+      description: |
+        Requests by route, method and status with a latency histogram; streams open and closed, observers
+        by subject kind; events published by type and delivered; replays, resyncs and slow-consumer
+        disconnects; the writer's queue, batch sizes and commit latency; the store's size and the
+        history; the process's open files, memory and CPU. 404 with `--no-metrics`, or when
+        `--metrics-port` serves it on another listener.
+      responses:
+        "200":
+          description: The metrics.
+          content:
+            text/plain:
+              schema: { type: string }
+        "400": { $ref: "#/components/responses/BadRequest" }
+        "404": { $ref: "#/components/responses/NotFound" }
+        "405": { $ref: "#/components/responses/MethodNotAllowed" }
+        "414": { $ref: "#/components/responses/UriTooLong" }
+        "421": { $ref: "#/components/responses/Misdirected" }
+        "431": { $ref: "#/components/responses/HeadersTooLarge" }
   /subjects:
     get:
       tags: [service]
@@ -1244,7 +1322,7 @@ components:
         title: { type: string }
         status: { type: integer, minimum: 400, maximum: 599 }
         detail: { type: string }
-        requestId: { type: string, description: "On a 5xx: the id the log names this request by." }
+        requestId: { type: string, description: "The id the log names this request by (its `X-Request-ID`)." }
     NewAuction:
       type: object
       required: [item]

@@ -48,6 +48,24 @@ final class Journal: ChangeSink {
         let run: @Sendable () -> Void
     }
 
+    /// The last batch that stored something could not be committed (readiness says so until one is).
+    private let commitFailing = Atomic<Bool>(false)
+
+    /// Whether the last batch that stored something failed to commit.
+    var isFailingToCommit: Bool { commitFailing.load(ordering: .relaxed) }
+
+    /// Told of each event published, by name (metrics).
+    private let published = Mutex<Published?>(nil)
+
+    private struct Published: Sendable {
+        let count: @Sendable (_ name: String) -> Void
+    }
+
+    /// Sets what is told of each event published (its name), on the writer's thread.
+    func countPublished(_ count: @escaping @Sendable (_ name: String) -> Void) {
+        published.withLock { $0 = Published(count: count) }
+    }
+
     init(hub: Hub, store: SQLiteStore?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
         self.hub = hub
         self.clock = clock
@@ -100,7 +118,9 @@ final class Journal: ChangeSink {
         if let before = taken.sequenceBefore, let store {
             do throws(StoreError) {
                 try store.commitBatch()
+                commitFailing.store(false, ordering: .relaxed)
             } catch {
+                commitFailing.store(true, ordering: .relaxed)
                 logger.error("a batch of changes could not be committed, so none of them was made",
                              metadata: ["store.error": "\(error)", "batch.publications": "\(publications.count)"])
                 sequence.withLock { $0 = before }
@@ -138,6 +158,7 @@ final class Journal: ChangeSink {
         switch publication {
         case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
             hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
+            published.withLock { $0 }?.count(name)
         case .values(let updates):
             hub.set(updates)
         }

@@ -4,10 +4,13 @@ import HeraldHTTP
 
 /// An observer seen as an SSE feed: each core event becomes one message, its shared frame copied
 /// straight into the stream's write buffer.
-final class SubscriptionFeed: EventFeed {
+final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     private let subscription: Subscription
     private let localizer: TripLocalizer?
     let expires: Date?
+    /// Events taken (position markers are not events); the stream engine's thread only.
+    private(set) var eventsTaken = 0
+    private(set) var overflowed = false
 
     init(_ subscription: Subscription, localizer: TripLocalizer? = nil, expires: Date? = nil) {
         self.subscription = subscription
@@ -16,14 +19,19 @@ final class SubscriptionFeed: EventFeed {
     }
 
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
+        var taken = 0
         let poll = subscription.drain { event in
+            if event.name != Event.position { taken += 1 }
             if let localizer, let frame = localizer.frame(for: event) { out.append(contentsOf: frame) } else { out.append(contentsOf: event.frame) }
             return out.count < limit
         }
+        eventsTaken += taken
         switch poll {
         case .events: return .taken
         case .idle: return .idle
-        case .ended: return .finished
+        case .ended(let end):
+            overflowed = end == .overflowed
+            return .finished
         }
     }
 

@@ -39,6 +39,25 @@ final class Writer: Sendable {
         let after: @Sendable () -> Void
     }
 
+    /// What is told of each finished batch: how many changes it held, and how long finishing it
+    /// (commit, sync and publishing) took.
+    private struct BatchRecorder: Sendable {
+        let record: @Sendable (_ changes: Int, _ finishing: Duration) -> Void
+    }
+
+    private let recorder = Mutex<BatchRecorder?>(nil)
+
+    /// Sets what is told of each finished batch (metrics).
+    func recordBatches(_ record: @escaping @Sendable (_ changes: Int, _ finishing: Duration) -> Void) {
+        recorder.withLock { $0 = BatchRecorder(record: record) }
+    }
+
+    /// Whether the writer refuses changes (it is stopping or stopped).
+    var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Changes queued and not yet taken into a batch.
+    var queueDepth: Int { state.withLock { $0.queue.count } }
+
     /// Sets what runs before a batch is finished and after its clients are answered.
     func aroundAnswers(before: @escaping @Sendable () -> Void, after: @escaping @Sendable () -> Void) {
         around.withLock { $0 = Hooks(before: before, after: after) }
@@ -131,7 +150,9 @@ final class Writer: Sendable {
             let answers = batch.map { $0.run() }
             let hooks = around.withLock { $0 }
             hooks?.before()
+            let finishing = ContinuousClock.now
             let failure = finish()
+            recorder.withLock { $0 }?.record(batch.count, finishing.duration(to: .now))
             counts.withLock {
                 $0.changes += batch.count
                 $0.batches += 1

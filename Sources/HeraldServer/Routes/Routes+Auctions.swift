@@ -27,7 +27,7 @@ extension Routes {
         }
         add("GET", "/auctions/{id}") { request in
             let auction = try auctions.get(request.parameter("id"))
-            return Response(status: 200, headers: [("Content-Type", "application/json")], body: .shared(encodings.bytes(of: auction, at: auctions.now)))
+            return Response(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(encodings.bytes(of: auction, at: auctions.now)))
         }
         add("GET", "/auctions/{id}/bids") { request in
             let paging = try Paging(request)

@@ -65,12 +65,11 @@ struct Routes {
     }
 
     private static func problem(_ error: DomainError, request: Request, logger: Logger) -> Problem {
-        var problem = Problem(error)
         if let cause = error.cause {
+            // The problem names the request too (the server adds its id to every problem).
             logger.error("request failed", metadata: ["http.request_id": "\(request.id)", "error": "\(cause)"])
-            problem.extra.append(("requestId", .string(request.id)))
         }
-        return problem
+        return Problem(error)
     }
 }
 
