@@ -178,6 +178,7 @@ import Testing
         #expect(bounded.status == 204)
         #expect(bounded.header("Access-Control-Allow-Headers")?.count ?? .max < 200, "a huge list is not echoed")
         #expect(try client.get("/health").header("Access-Control-Expose-Headers")?.contains("Location") == true)
+        #expect(try client.get("/health").header("Access-Control-Expose-Headers")?.contains("X-Request-ID") == true)
     }
 
     @Test func listedOriginsMaySendCredentials() throws {

@@ -9,7 +9,7 @@ struct CORS: Sendable {
     let router: Router
 
     /// Response headers a page's script may read.
-    static let exposed = "Location, Retry-After, ETag"
+    static let exposed = "Location, Retry-After, ETag, X-Request-ID"
     /// Request headers allowed when the preflight names none (or names them in a form Herald will not echo).
     static let defaultRequestHeaders = "Content-Type, Last-Event-ID, Authorization"
 
