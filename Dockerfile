@@ -3,7 +3,7 @@
 #   docker run --rm -p 8080:8080 -v herald-data:/var/lib/herald herald
 FROM swift:6.3-bookworm AS build
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd-dev libsqlite3-dev pkg-config >/dev/null \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd-dev libsqlite3-dev libpq-dev pkg-config >/dev/null \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The manifest first, so the dependency layer is cached while only sources change.
@@ -16,7 +16,7 @@ RUN swift build -c release --product herald --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd12 libsqlite3-0 >/dev/null \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmicrohttpd12 libsqlite3-0 libpq5 >/dev/null \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin herald \
  && install -d -o herald -g herald -m 0750 /var/lib/herald

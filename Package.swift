@@ -27,9 +27,14 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "CLinux"),
         .target(name: "HeraldJSON"),
-        .target(name: "HeraldStore", dependencies: ["CSQLite", "HeraldJSON"]),
+        .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON"]),
         .target(name: "HeraldCore", dependencies: ["HeraldJSON"]),
         .target(name: "HeraldDomain"),
         .target(name: "HeraldAuth", dependencies: [.product(name: "JWTKit", package: "jwt-kit")]),
@@ -59,11 +64,11 @@ let package = Package(
             name: "herald-bench",
             dependencies: ["CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "CPostgres"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON"]),
         .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldServerTests",

@@ -5,12 +5,13 @@ import Synchronization
 
 /// Herald's embedded store: one SQLite file in WAL mode holding the domain's records and the event
 /// log with its sequence. Each mutation is one transaction: its records and its event commit together.
-public final class SQLiteStore: Sendable {
+public final class SQLiteStore: Store {
     /// The schema this build writes. A database with a higher `user_version` is refused.
     public static let schemaVersion = Migrations.all.count
     public static let fileName = "herald.sqlite3"
 
     public let path: String
+    public var location: String { path }
     /// How hard a commit insists on the disk: with `.full`, the writer calls `syncLog()` once for each
     /// group of commits before any of them is acknowledged.
     public let synchronous: Synchronous
@@ -264,6 +265,19 @@ public final class SQLiteStore: Sendable {
             }
             return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) } ?? newest + 1
         }
+    }
+
+    public func unwritableReason() -> String? {
+        access(path, W_OK) == 0 ? nil : "the store cannot be written (\(String(cString: strerror(errno))))"
+    }
+
+    /// The database file and its write-ahead log.
+    public func sizeBytes() -> Int64? {
+        func size(_ path: String) -> Int64 {
+            var status = stat()
+            return stat(path, &status) == 0 ? Int64(status.st_size) : 0
+        }
+        return size(path) + size(path + "-wal")
     }
 
     /// How many events the store holds.

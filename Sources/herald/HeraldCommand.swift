@@ -23,7 +23,7 @@ struct HeraldServe: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Runs the server until SIGTERM or SIGINT (the default command).",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_CONNECTIONS_PER_SECOND, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY, HERALD_LOG_FORMAT, HERALD_NO_ACCESS_LOG=1, HERALD_NO_METRICS=1, HERALD_METRICS_HOST, HERALD_METRICS_PORT, HERALD_DRAIN_SECONDS. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_STORE, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_CONNECTIONS_PER_SECOND, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY, HERALD_LOG_FORMAT, HERALD_NO_ACCESS_LOG=1, HERALD_NO_METRICS=1, HERALD_METRICS_HOST, HERALD_METRICS_PORT, HERALD_DRAIN_SECONDS. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -43,6 +43,9 @@ struct HeraldServe: ParsableCommand {
 
     @Option(help: "Directory of the embedded SQLite store (env HERALD_DATA_DIR).")
     var dataDir: String = Environment.string("HERALD_DATA_DIR") ?? "./herald-data"
+
+    @Option(help: "Keep state in PostgreSQL instead of the data directory: a libpq URL such as postgres://herald@db:5432/herald (env HERALD_STORE).")
+    var store: String? = Environment.string("HERALD_STORE")
 
     @Flag(help: "Store nothing: an ephemeral server that forgets everything when it stops (env HERALD_IN_MEMORY=1).")
     var inMemory: Bool = Environment.flag("HERALD_IN_MEMORY")
@@ -141,6 +144,12 @@ struct HeraldServe: ParsableCommand {
             throw ValidationError("--allowed-hosts must be * or a comma-separated list of host names (name or name:port)")
         }
         guard Synchronous(rawValue: sync) != nil else { throw ValidationError("--sync must be normal or full") }
+        if let store {
+            guard store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") else {
+                throw ValidationError("--store must be a PostgreSQL URL: postgres://user@host:port/database")
+            }
+            guard !inMemory else { throw ValidationError("give one of --store and --in-memory") }
+        }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
         guard [jwtKey, jwtKeyFile, jwtPublicKeyFile].compactMap({ $0 }).count <= 1 else {
             throw ValidationError("give one of --jwt-key, --jwt-key-file and --jwt-public-key-file")
@@ -217,7 +226,8 @@ struct HeraldServe: ParsableCommand {
         configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
         configuration.history = history
         configuration.historyDays = historyDays > 0 ? historyDays : nil
-        configuration.dataDirectory = inMemory ? nil : dataDir
+        configuration.dataDirectory = inMemory || store != nil ? nil : dataDir
+        configuration.postgresURL = store
         configuration.synchronous = Synchronous(rawValue: sync) ?? .normal
         configuration.observerQueueLimit = observerQueue
         configuration.corsOrigin = corsOrigin

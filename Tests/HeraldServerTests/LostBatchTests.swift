@@ -24,7 +24,7 @@ import Testing
     private func lose(directory: String) throws -> String {
         let server = try TestHerald(dataDirectory: directory)
         defer { server.herald.stop() }
-        let store = try #require(server.herald.journal.store)
+        let store = try #require(server.herald.journal.store as? SQLiteStore)
         let client = server.client()
         let auction = try server.auction(countdown: 60)
         #expect(try client.put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201)
@@ -59,5 +59,32 @@ import Testing
         #expect(try client.post("/auctions", #"{"item":"real"}"#).json["id"] as? String == "2", "the lost auction's id is given again")
         watcher.close()
         return auction
+    }
+
+    /// A lost batch whose memory cannot be reloaded (the store cannot be read: here a record that is
+    /// not JSON; with PostgreSQL, a database that is gone) leaves memory ahead of the store. Then no
+    /// change runs, each is refused, until memory is reloaded before a later batch.
+    @Test func memoryThatCannotBeReloadedRefusesChangesUntilItIs() throws {
+        let directory = NSTemporaryDirectory() + "herald-stale-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try TestHerald(dataDirectory: directory)
+        defer { server.herald.stop() }
+        let store = try #require(server.herald.journal.store as? SQLiteStore)
+        let client = server.client()
+        #expect(try client.put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201)
+        try store.connection.withLock { try $0.execute("INSERT INTO records (kind, id, document) VALUES ('unit', 'zz', x'7b')") }
+        store.failNextCommit.withLock { $0 = true }
+        #expect(try client.put("/units/b", #"{"name":"B","status":"healthy"}"#).status == 503)
+
+        let refused = try client.put("/units/c", #"{"name":"C","status":"healthy"}"#)
+        #expect(refused.status == 503)
+        #expect(refused.text.contains("the store cannot be read"), "\(refused.text)")
+        #expect(try client.get("/units/c").status == 404, "the refused change did not run")
+        #expect(try client.get("/health/ready").status == 503)
+
+        try store.connection.withLock { try $0.execute("DELETE FROM records WHERE id = 'zz'") }
+        #expect(try client.put("/units/c", #"{"name":"C","status":"healthy"}"#).status == 201)
+        #expect(try client.get("/units/b").status == 404, "memory was reloaded first: the lost change is gone")
+        #expect(try client.get("/health/ready").status == 200)
     }
 }

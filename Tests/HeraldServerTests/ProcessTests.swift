@@ -188,6 +188,7 @@ import Testing
             ["--trusted-proxy", "proxy.example"], ["--streams-per-address", "-1"], ["--max-header-bytes", "10"],
             ["--log-format", "xml"], ["--metrics-port", "70000"], ["--metrics-host", "127.0.0.1"], ["--no-metrics", "--metrics-port", "9100"],
             ["--drain-seconds", "-1"], ["--drain-seconds", "301"],
+            ["--store", "mysql://db/herald"], ["--store", "./herald-data"], ["--store", "postgres://db/herald", "--in-memory"],
         ]
         for arguments in refused {
             #expect(try exitStatus(arguments) == 64, "\(arguments)")

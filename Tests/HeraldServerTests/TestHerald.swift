@@ -87,10 +87,11 @@ final class HeraldProcess {
     /// What it wrote to standard error so far.
     let log = LogLines()
 
-    /// Starts `herald` in memory, or on `dataDirectory` when given.
+    /// Starts `herald` in memory, or on `dataDirectory` when given, or on the database `arguments`
+    /// name with `--store`.
     init(arguments: [String] = [], dataDirectory: String? = nil) throws {
         process.executableURL = heraldExecutable()
-        let store = dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
+        let store = arguments.contains("--store") ? [] : dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
         // No pause between SIGTERM and the streams' end unless a test asks for one.
         let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
         process.arguments = ["--port", "0", "--log-level", "info"] + store + drain + arguments

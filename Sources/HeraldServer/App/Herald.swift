@@ -27,7 +27,7 @@ public final class Herald: Sendable {
     public let metrics: Metrics?
     /// Set when shutting down begins: `/health/ready` is 503 from then on.
     private let draining = Flag()
-    private let store: SQLiteStore?
+    private let store: (any Store)?
     private let clock: any DomainClock
     /// The next pruning, and whether Herald has stopped (then pruning never arms again).
     private let pruning = Mutex<(timer: (any TimerHandle)?, stopped: Bool)>((nil, false))
@@ -45,17 +45,19 @@ public final class Herald: Sendable {
                 ? SSEEncoder.position(id: String(id ?? 0))
                 : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name, data: data))
         }
-        let stored: StoredState
-        if let directory = configuration.dataDirectory {
-            let store = try SQLiteStore(directory: directory, synchronous: configuration.synchronous)
-            stored = try store.load(eventLimit: configuration.history)
-            self.store = store
-            logger.info("store opened", metadata: [
-                "store.path": "\(store.path)", "store.sequence": "\(stored.lastSequence)", "store.events": "\(stored.events.count)",
-            ])
+        let store: (any Store)? = if let url = configuration.postgresURL {
+            try PostgresStore(url: url)
+        } else if let directory = configuration.dataDirectory {
+            try SQLiteStore(directory: directory, synchronous: configuration.synchronous)
         } else {
-            stored = StoredState()
-            store = nil
+            nil
+        }
+        let stored = try store?.load(eventLimit: configuration.history) ?? StoredState()
+        self.store = store
+        if let store {
+            logger.info("store opened", metadata: [
+                "store.location": "\(store.location)", "store.sequence": "\(stored.lastSequence)", "store.events": "\(stored.events.count)",
+            ])
         }
         hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: $0.name, data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
@@ -85,7 +87,7 @@ public final class Herald: Sendable {
         if let store {
             // Weak: the journal keeps this, and the domain keeps the journal.
             journal.onLostBatch { [weak currency, weak trips, weak units, weak auctions] in
-                guard let currency, let trips, let units, let auctions else { return }
+                guard let currency, let trips, let units, let auctions else { return true }
                 do {
                     let stored = try DomainSnapshot(try store.load(eventLimit: 0))
                     currency.restore(stored.currency)
@@ -93,8 +95,11 @@ public final class Herald: Sendable {
                     units.restore(stored.units)
                     auctions.reload(stored.auctions)
                     logger.warning("memory reloaded from the store after a lost batch")
+                    return true
                 } catch {
-                    logger.critical("memory could not be reloaded from the store after a lost batch", metadata: ["error": "\(error)"])
+                    // Tried again before each batch; changes are refused until then.
+                    logger.error("memory could not be reloaded from the store after a lost batch", metadata: ["error": "\(error)"])
+                    return false
                 }
             }
         }
@@ -107,14 +112,13 @@ public final class Herald: Sendable {
         }
         // The server's stream engine, for the scrape; the server is made after the routes that scrape it.
         let engine = Slot<StreamEngine>()
-        let store = self.store
         let scrape = metrics.map { Self.scraper($0, hub: hub, journal: journal, store: store, engine: engine) }
         let draining = draining
         let health = Health(live: startedAt) { () -> String? in
             if draining.isSet { return "Herald is shutting down" }
             if journal.writer.isStopped { return "the writer has stopped" }
             if journal.isFailingToCommit { return "the store's last commit failed" }
-            if let store, Glibc.access(store.path, W_OK) != 0 { return "the store cannot be written (\(String(cString: strerror(errno))))" }
+            if let reason = store?.unwritableReason() { return reason }
             return nil
         }
         let access = Access(verifier: configuration.tokenKey.map(TokenVerifier.init(key:)), publicStreams: configuration.publicStreams,
@@ -260,7 +264,7 @@ public final class Herald: Sendable {
     }
 
     /// What `/metrics` answers: the counters, and the state read at each scrape.
-    private static func scraper(_ metrics: Metrics, hub: Hub, journal: Journal, store: SQLiteStore?,
+    private static func scraper(_ metrics: Metrics, hub: Hub, journal: Journal, store: (any Store)?,
                                 engine: Slot<StreamEngine>) -> @Sendable () -> [UInt8] {
         return {
             var state = Metrics.State()
@@ -270,18 +274,12 @@ public final class Herald: Sendable {
             }
             (state.replays, state.resyncs) = hub.resumes
             state.writerQueue = journal.writer.queueDepth
-            state.storeBytes = store.map { fileSize($0.path) + fileSize($0.path + "-wal") }
+            state.storeBytes = store?.sizeBytes().map { Int($0) }
             state.historyEvents = hub.historyCount
             state.oldestEventId = hub.oldestEventId
             state.lastEventId = hub.lastEventId
             return metrics.render(state)
         }
-    }
-
-    /// A file's size in bytes; 0 when it is not there.
-    private static func fileSize(_ path: String) -> Int {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     private static func createExamples(auctions: AuctionHouse, trips: TripBoard, units: UnitStore) throws(DomainError) {

@@ -12,7 +12,9 @@ public struct HeraldConfiguration: Sendable {
     public var historyDays: Int? = 7
     /// The data directory of the embedded store; nil: nothing is stored (an ephemeral server).
     public var dataDirectory: String? = nil
-    /// How hard each commit insists on the disk.
+    /// The PostgreSQL database to keep state in (a libpq URL), instead of the data directory.
+    public var postgresURL: String? = nil
+    /// How hard each commit insists on the disk (the embedded store; PostgreSQL syncs every commit).
     public var synchronous = Synchronous.normal
     /// How often old events are pruned.
     public var pruneInterval: TimeInterval = 60

@@ -851,7 +851,8 @@ paths:
       description: |
         503 from the moment Herald starts shutting down (SIGTERM, then `--drain-seconds` during which
         requests and streams are still served), so that a balancer stops sending before streams end;
-        also while the store cannot be written or its last commit failed.
+        also while the store cannot be written (with `--store postgres://…`: while the connection to
+        PostgreSQL is lost) or its last commit failed.
       responses:
         "200":
           description: Herald takes changes.
@@ -1272,7 +1273,7 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     Unavailable:
-      description: The change could not be stored now (the store is busy with another writer, its disk is full, or it cannot be written), so it was not made. Retry later.
+      description: The change could not be stored now (the store is busy with another writer, its disk is full, it cannot be written, or its PostgreSQL database cannot be reached), so it was not made. Retry later.
       headers:
         Retry-After:
           schema: { type: integer }

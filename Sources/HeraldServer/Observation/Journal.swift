@@ -19,7 +19,7 @@ final class Journal: ChangeSink {
     let hub: Hub
     let writer = Writer()
     /// Internal: tests make its next batch commit fail.
-    let store: SQLiteStore?
+    let store: (any Store)?
     private let logger: Logger
     /// Stamps stored events, so that pruning by age and the domain agree on the time.
     private let clock: any DomainClock
@@ -43,10 +43,14 @@ final class Journal: ChangeSink {
     /// What puts the domain's memory back to what the store holds, when a batch's commit fails.
     private let reload = Mutex<Reload?>(nil)
 
-    /// A closure kept in a struct (see `Hub.Signal`).
+    /// A closure kept in a struct (see `Hub.Signal`). It returns whether memory was reloaded.
     private struct Reload: Sendable {
-        let run: @Sendable () -> Void
+        let run: @Sendable () -> Bool
     }
+
+    /// Memory holds changes the store lost and could not be reloaded (the store could not be read):
+    /// no change runs until it is.
+    private let stale = Atomic<Bool>(false)
 
     /// The last batch that stored something could not be committed (readiness says so until one is).
     private let commitFailing = Atomic<Bool>(false)
@@ -66,14 +70,14 @@ final class Journal: ChangeSink {
         published.withLock { $0 = Published(count: count) }
     }
 
-    init(hub: Hub, store: SQLiteStore?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
+    init(hub: Hub, store: (any Store)?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
         self.hub = hub
         self.clock = clock
         self.store = store
         self.logger = logger
         self.sequence = Mutex(lastSequence)
         declareCollection(UnitStore.collectionTopic, arrayName: "units")
-        writer.start { [weak self] in self?.finishBatch() }
+        writer.start(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() })
     }
 
     func publish(_ event: DomainEvent) throws(DomainError) { _ = try post(Self.entry(for: event, at: clock.now)) }
@@ -101,8 +105,19 @@ final class Journal: ChangeSink {
 
     /// Sets what makes the domain's memory equal to the store again after a batch that could not be
     /// committed (its changes ran, so memory moved; the store has none of them).
-    func onLostBatch(_ run: @escaping @Sendable () -> Void) {
+    func onLostBatch(_ run: @escaping @Sendable () -> Bool) {
         reload.withLock { $0 = Reload(run: run) }
+    }
+
+    /// Before the writer runs a batch: memory that could not be reloaded after a lost batch is
+    /// reloaded first; while it cannot be, the batch's changes are refused without running.
+    func prepareBatch() -> DomainError? {
+        guard stale.load(ordering: .relaxed) else { return nil }
+        if reload.withLock({ $0 })?.run() ?? true {
+            stale.store(false, ordering: .relaxed)
+            return nil
+        }
+        return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
     }
 
     /// Ends the writer's batch: commits its one transaction, syncs the store's log (with `--sync full`),
@@ -124,7 +139,7 @@ final class Journal: ChangeSink {
                 logger.error("a batch of changes could not be committed, so none of them was made",
                              metadata: ["store.error": "\(error)", "batch.publications": "\(publications.count)"])
                 sequence.withLock { $0 = before }
-                reload.withLock { $0 }?.run()
+                if !(reload.withLock { $0 }?.run() ?? true) { stale.store(true, ordering: .relaxed) }
                 return Self.refusal(for: error, topic: "a batch of changes")
             }
         }
@@ -217,12 +232,13 @@ final class Journal: ChangeSink {
 
     /// What a client is told when its change could not be stored: 503 with `Retry-After` when the
     /// store cannot write now (another writer, a full disk, a read-only file), 500 when it is damaged.
-    /// The log gets SQLite's message and code.
+    /// The log gets the database's message and code.
     static func refusal(for error: StoreError, topic: String) -> DomainError {
         let (kind, message): (DomainError.Kind, String) = switch error.kind {
         case .busy: (.unavailable, "the store is busy with another writer, so the change was not made; try again")
         case .full: (.unavailable, "the store's disk is full, so the change was not made; try again later")
         case .readOnly: (.unavailable, "the store cannot be written, so the change was not made; try again later")
+        case .unreachable: (.unavailable, "the database cannot be reached, so the change was not made; try again later")
         case .corrupt, .other: (.failed, "the change could not be stored, so it was not made")
         }
         return DomainError(kind, message, cause: "store commit failed on \(topic): \(error)")

@@ -13,6 +13,8 @@ final class Writer: Sendable {
     /// (with the batch's failure, if finishing failed).
     private struct Command: Sendable {
         let run: @Sendable () -> @Sendable (DomainError?) -> Void
+        /// Answers it without running it.
+        let refuse: @Sendable (DomainError) -> Void
     }
 
     private struct State {
@@ -69,9 +71,10 @@ final class Writer: Sendable {
     /// Batches finished and the changes they held.
     var statistics: (changes: Int, batches: Int) { counts.withLock { $0 } }
 
-    /// Starts the thread. `finish` ends each batch: it makes the batch durable and publishes it, and
+    /// Starts the thread. `prepare` runs before each batch: when it returns a refusal, the batch's
+    /// changes get it without running. `finish` ends each batch: it makes the batch durable and publishes it, and
     /// returns why it could not, if it could not.
-    func start(finish: @escaping @Sendable () -> DomainError?) {
+    func start(prepare: @escaping @Sendable () -> DomainError? = { nil }, finish: @escaping @Sendable () -> DomainError?) {
         guard state.withLock({ state in
             defer { state.started = true }
             return !state.started
@@ -80,7 +83,7 @@ final class Writer: Sendable {
         let thread = Thread { [self] in
             self.thread.store(UInt(pthread_self()), ordering: .releasing)
             ready.signal()
-            run(finish: finish)
+            run(prepare: prepare, finish: finish)
         }
         thread.name = "herald-writer"
         thread.start()
@@ -91,13 +94,13 @@ final class Writer: Sendable {
     /// durable and its events are published; after `stop`, at once, as a refusal.
     func submit<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T,
                              done: @escaping @Sendable (Result<T, DomainError>) -> Void) {
-        let command = Command {
+        let command = Command(run: {
             let result: Result<T, DomainError>
             do throws(DomainError) { result = .success(try work()) } catch { result = .failure(error) }
             return { failure in
                 if let failure, case .success = result { done(.failure(failure)) } else { done(result) }
             }
-        }
+        }, refuse: { done(.failure($0)) })
         let accepted = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
             state.queue.append(command)
@@ -136,7 +139,7 @@ final class Writer: Sendable {
         finished.wait()
     }
 
-    private func run(finish: @Sendable () -> DomainError?) {
+    private func run(prepare: @Sendable () -> DomainError?, finish: @Sendable () -> DomainError?) {
         while true {
             let (batch, stopped) = state.withLock { state in
                 defer { state.queue = [] }
@@ -145,6 +148,10 @@ final class Writer: Sendable {
             if batch.isEmpty {
                 if stopped { break }
                 wake.wait()
+                continue
+            }
+            if let refusal = prepare() {
+                for command in batch { command.refuse(refusal) }
                 continue
             }
             let answers = batch.map { $0.run() }

@@ -1,0 +1,304 @@
+import Foundation
+import HeraldJSON
+import Synchronization
+
+/// Herald's state in a PostgreSQL database (`--store postgres://…`): the same records, auctions, bids
+/// and event log as `SQLiteStore`, in tables named `herald_…`, so the database may hold others.
+///
+/// One Herald writes a database at a time: it holds a session advisory lock while it runs, and a
+/// second one is refused at start. Each change is one transaction, or a savepoint of its batch's one
+/// transaction; the sequence row is written last in each, so the ids a reader sees committed are
+/// gapless and in commit order. PostgreSQL syncs its log at each commit (`synchronous_commit` is on
+/// for Herald's session), so a commit it acknowledged survives a crash of either process.
+public final class PostgresStore: Store {
+    /// Every commit is durable when PostgreSQL acknowledges it: the writer has nothing to sync.
+    public let synchronous = Synchronous.full
+    public let location: String
+    private let connection: Mutex<State>
+    /// Whether the connection was up when last used (readiness reads it without waiting for the writer).
+    private let connected = Atomic<Bool>(true)
+    /// The database's size at the last scrape that found the connection free.
+    private let lastSize = Atomic<Int64>(-1)
+
+    /// The key of the advisory lock a running Herald holds ("HERA").
+    static let lockKey: Int64 = 0x4845_5241
+
+    private struct State: Sendable {
+        let connection: PostgresConnection
+        /// Whether a batch transaction is open: then each change is a savepoint in it.
+        var inBatch = false
+        /// The sequence the batch's events reached, written when the batch commits.
+        var batchSequence: UInt64?
+    }
+
+    /// Connects, takes the database for this Herald, and migrates it to the current schema. Refuses a
+    /// database another Herald is using and one migrated by a newer Herald.
+    public init(url: String) throws(StoreError) {
+        let connection = try PostgresConnection(url)
+        location = connection.location
+        try connection.execute("SET synchronous_commit = on")
+        try Self.lock(connection)
+        try PostgresMigrations.migrate(connection)
+        self.connection = Mutex(State(connection: connection))
+    }
+
+    private static func lock(_ connection: PostgresConnection) throws(StoreError) {
+        guard try connection.text("SELECT pg_try_advisory_lock($1)", [.int(lockKey)]) == "t" else {
+            throw StoreError("another Herald is using the database \(connection.location)", kind: .busy)
+        }
+    }
+
+    /// Runs `body` with the connection, connecting again first if it broke (and taking the lock
+    /// again, which went with the old session). Inside a batch a broken connection is not replaced:
+    /// the batch's transaction went with it.
+    private func use<T>(_ body: (inout State) throws(StoreError) -> T) throws(StoreError) -> T {
+        try connection.withLock { state throws(StoreError) -> T in
+            defer { connected.store(state.connection.isConnected, ordering: .relaxed) }
+            if !state.inBatch, try state.connection.reconnectIfBroken() {
+                try state.connection.execute("SET synchronous_commit = on")
+                try Self.lock(state.connection)
+            }
+            return try body(&state)
+        }
+    }
+
+    public func beginBatch() throws(StoreError) {
+        try use { state throws(StoreError) in
+            try state.connection.execute("BEGIN")
+            state.inBatch = true
+            state.batchSequence = nil
+        }
+    }
+
+    public func commitBatch() throws(StoreError) {
+        try use { state throws(StoreError) in
+            guard state.inBatch else { return }
+            defer {
+                state.inBatch = false
+                state.batchSequence = nil
+            }
+            do throws(StoreError) {
+                if let sequence = state.batchSequence { try Self.writeSequence(sequence, state.connection) }
+                try state.connection.execute("COMMIT")
+            } catch {
+                if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    /// PostgreSQL synced its log when it acknowledged the commit.
+    public func syncLog() throws(StoreError) {}
+
+    public func load(eventLimit: Int) throws(StoreError) -> StoredState {
+        try use { state throws(StoreError) -> StoredState in
+            let connection = state.connection
+            var stored = StoredState()
+            stored.lastSequence = UInt64(try connection.text("SELECT value FROM herald_sequence") ?? "0") ?? 0
+            for row in try connection.query("SELECT kind, id, document FROM herald_records ORDER BY kind, id").rows {
+                stored.records[row[0] ?? "", default: []].append((row[1] ?? "", PostgresConnection.bytes(row[2])))
+            }
+            var index: [String: Int] = [:]
+            for row in try connection.query("""
+                SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at
+                FROM herald_auctions ORDER BY length(id), id
+                """).rows {
+                let id = row[0] ?? ""
+                index[id] = stored.auctions.count
+                stored.auctions.append(StoredAuction(
+                    id: id, item: row[1] ?? "", startingPrice: Int64(row[2] ?? "") ?? 0, createdAt: row[3] ?? "",
+                    status: row[4] ?? "", countdownSeconds: Int(row[5] ?? "") ?? 0, deadline: row[6], winner: row[7],
+                    closedAt: row[8]))
+            }
+            for row in try connection.query("SELECT auction_id, number, bidder, amount, at FROM herald_bids ORDER BY auction_id, number").rows {
+                guard let position = index[row[0] ?? ""] else { continue }
+                stored.auctions[position].bids.append(StoredBid(number: Int(row[1] ?? "") ?? 0, bidder: row[2] ?? "",
+                                                                amount: Int64(row[3] ?? "") ?? 0, at: row[4] ?? ""))
+            }
+            let events = try connection.query("SELECT id, topic, name, data, tags, at FROM herald_events ORDER BY id DESC LIMIT $1",
+                                              [.int(Int64(max(eventLimit, 0)))])
+            for row in events.rows.reversed() {
+                stored.events.append(StoredEvent(
+                    id: UInt64(row[0] ?? "") ?? 0, topic: row[1] ?? "", name: row[2] ?? "", data: PostgresConnection.bytes(row[3]),
+                    tags: SQLiteStore.tags(from: row[4] ?? ""), at: Date(timeIntervalSince1970: Double(row[5] ?? "") ?? 0)))
+            }
+            return stored
+        }
+    }
+
+    public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?) throws(StoreError) {
+        try use { state throws(StoreError) in
+            let connection = state.connection
+            let (open, release, undo) = state.inBatch
+                ? ("SAVEPOINT change", "RELEASE SAVEPOINT change", "ROLLBACK TO SAVEPOINT change")
+                : ("BEGIN", "COMMIT", "ROLLBACK")
+            try connection.execute(open)
+            do throws(StoreError) {
+                try Self.write(event: event, records: records, auction: auction, bid: bid, connection)
+                if let event, !state.inBatch { try Self.writeSequence(event.id, connection) }
+                try connection.execute(release)
+            } catch {
+                if connection.isConnected {
+                    try? connection.execute(undo)
+                    if state.inBatch { try? connection.execute("RELEASE SAVEPOINT change") }
+                }
+                throw error
+            }
+            if state.inBatch, let event { state.batchSequence = event.id }
+        }
+    }
+
+    private static func write(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?,
+                              _ connection: PostgresConnection) throws(StoreError) {
+        if let event {
+            try connection.query("INSERT INTO herald_events (id, topic, name, data, tags, at) VALUES ($1, $2, $3, $4, $5, $6)", [
+                .int(Int64(event.id)), .text(event.topic), .text(event.name), .bytes(event.data),
+                .text(JSONValue.array(event.tags.map { .string($0) }).serialized), .text(String(event.at.timeIntervalSince1970)),
+            ])
+        }
+        if let auction {
+            try connection.query("""
+                INSERT INTO herald_auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                ON CONFLICT (id) DO UPDATE SET status = excluded.status, deadline = excluded.deadline,
+                    winner = excluded.winner, closed_at = excluded.closed_at
+                """, [
+                    .text(auction.id), .text(auction.item), .int(auction.startingPrice), .text(auction.createdAt), .text(auction.status),
+                    .int(Int64(auction.countdownSeconds)), .optional(auction.deadline), .optional(auction.winner), .optional(auction.closedAt),
+                ])
+            if let bid {
+                try connection.query("INSERT INTO herald_bids (auction_id, number, bidder, amount, at) VALUES ($1, $2, $3, $4, $5)",
+                                     [.text(auction.id), .int(Int64(bid.number)), .text(bid.bidder), .int(bid.amount), .text(bid.at)])
+            }
+        }
+        for record in records {
+            if let document = record.document {
+                try connection.query("""
+                    INSERT INTO herald_records (kind, id, document) VALUES ($1, $2, $3)
+                    ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document
+                    """, [.text(record.kind), .text(record.id), .bytes(document)])
+            } else {
+                try connection.query("DELETE FROM herald_records WHERE kind = $1 AND id = $2", [.text(record.kind), .text(record.id)])
+            }
+        }
+    }
+
+    /// The sequence row, written last in its transaction: a reader that sees it committed sees every
+    /// event up to it.
+    private static func writeSequence(_ sequence: UInt64, _ connection: PostgresConnection) throws(StoreError) {
+        try connection.query("UPDATE herald_sequence SET value = $1", [.int(Int64(sequence))])
+    }
+
+    @discardableResult
+    public func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64 {
+        try use { state throws(StoreError) -> UInt64 in
+            let connection = state.connection
+            let newest = UInt64(try connection.text("SELECT max(id) FROM herald_events") ?? "") ?? 0
+            try connection.query("DELETE FROM herald_events WHERE id <= (SELECT max(id) FROM herald_events) - $1", [.int(Int64(max(keep, 0)))])
+            if let before {
+                try connection.query("DELETE FROM herald_events WHERE at < $1", [.text(String(before.timeIntervalSince1970))])
+            }
+            return UInt64(try connection.text("SELECT min(id) FROM herald_events") ?? "") ?? newest + 1
+        }
+    }
+
+    public func eventCount() throws(StoreError) -> Int {
+        try use { state throws(StoreError) -> Int in Int(try state.connection.text("SELECT count(*) FROM herald_events") ?? "0") ?? 0 }
+    }
+
+    public func unwritableReason() -> String? {
+        connected.load(ordering: .relaxed) ? nil : "the connection to PostgreSQL is lost"
+    }
+
+    /// The database's size (`pg_database_size`), read when the writer is not using the connection;
+    /// otherwise the size read last time.
+    public func sizeBytes() -> Int64? {
+        let read: Int64?? = connection.withLockIfAvailable { state -> Int64? in
+            guard !state.inBatch, state.connection.isConnected else { return nil }
+            return (try? state.connection.text("SELECT pg_database_size(current_database())")).flatMap { $0.flatMap { Int64($0) } }
+        }
+        if let size = read ?? nil { lastSize.store(size, ordering: .relaxed) }
+        let size = lastSize.load(ordering: .relaxed)
+        return size >= 0 ? size : nil
+    }
+}
+
+/// PostgreSQL's schema, one named step at a time. A step never changes once released; the database
+/// keeps the names of those it ran (`herald_migrations`), so a step is found by name, not position.
+enum PostgresMigrations {
+    static let all: [(name: String, sql: String)] = [("0001-events-records-auctions", initial)]
+
+    /// The key of the transaction lock two Heralds starting at once migrate under ("MIGR").
+    static let lockKey: Int64 = 0x4D49_4752
+
+    /// Runs the steps the database has not run, in one transaction. Refuses a database that ran a
+    /// step this Herald does not know (a newer Herald migrated it).
+    static func migrate(_ connection: PostgresConnection) throws(StoreError) {
+        try connection.execute("BEGIN")
+        do throws(StoreError) {
+            try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS herald_migrations (
+                    name text PRIMARY KEY,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+            let applied = Set(try connection.query("SELECT name FROM herald_migrations").rows.compactMap { $0.first ?? nil })
+            let unknown = applied.subtracting(all.map(\.name)).sorted()
+            guard unknown.isEmpty else {
+                throw StoreError("the database \(connection.location) was migrated by a newer Herald (\(unknown.joined(separator: ", ")))",
+                                 kind: .other)
+            }
+            for step in all where !applied.contains(step.name) {
+                try connection.execute(step.sql)
+                try connection.query("INSERT INTO herald_migrations (name) VALUES ($1)", [.text(step.name)])
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            if connection.isConnected { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    static let initial = """
+        CREATE TABLE herald_sequence (
+            single boolean PRIMARY KEY DEFAULT true CHECK (single),
+            value bigint NOT NULL
+        );
+        INSERT INTO herald_sequence (value) VALUES (0);
+        CREATE TABLE herald_events (
+            id bigint PRIMARY KEY,
+            topic text NOT NULL,
+            name text NOT NULL,
+            data bytea NOT NULL,
+            tags text NOT NULL,
+            at double precision NOT NULL
+        );
+        CREATE INDEX herald_events_at ON herald_events (at);
+        CREATE TABLE herald_records (
+            kind text NOT NULL,
+            id text NOT NULL,
+            document bytea NOT NULL,
+            PRIMARY KEY (kind, id)
+        );
+        CREATE TABLE herald_auctions (
+            id text PRIMARY KEY,
+            item text NOT NULL,
+            starting_price bigint NOT NULL,
+            created_at text NOT NULL,
+            status text NOT NULL,
+            countdown_seconds integer NOT NULL,
+            deadline text,
+            winner text,
+            closed_at text
+        );
+        CREATE TABLE herald_bids (
+            auction_id text NOT NULL,
+            number integer NOT NULL,
+            bidder text NOT NULL,
+            amount bigint NOT NULL,
+            at text NOT NULL,
+            PRIMARY KEY (auction_id, number)
+        );
+        """
+}

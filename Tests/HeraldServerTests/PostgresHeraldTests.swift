@@ -1,0 +1,102 @@
+import Foundation
+@testable import HeraldServer
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// Herald with `--store postgres://…`, one replica, against the throwaway PostgreSQL `scripts/test`
+/// starts.
+@Suite(.enabled(if: TestPostgres.adminURL != nil, "HERALD_TEST_POSTGRES names a PostgreSQL (scripts/test starts one)"))
+struct PostgresHeraldTests {
+    @Test func stateSequenceAndReplaySurviveARestart() throws {
+        let url = try TestPostgres.database()
+        var before: [String: String] = [:]
+        var idBeforeBids = ""
+        var lastId = ""
+        var auction = ""
+        do {
+            let server = try TestHerald(examples: true) { $0.postgresURL = url }
+            let client = server.client()
+            auction = try server.auction(countdown: 3600, startingPrice: 10)
+            let stream = try server.stream("/auctions/\(auction)/events")
+            idBeforeBids = try #require(try stream.next().id)
+            #expect(try client.post("/auctions/\(auction)/bids", #"{"bidder":"ann","amount":10}"#).status == 201)
+            #expect(try client.post("/auctions/\(auction)/bids", #"{"bidder":"bob","amount":12}"#).status == 201)
+            _ = try client.put("/currency", #"{"default":"gramGold"}"#)
+            _ = try client.put("/units/medic", #"{"name":"Medic","status":"wounded"}"#)
+            _ = try client.request("DELETE", "/units/scout")
+            lastId = try #require(try client.post("/notifications/ping", #"{}"#).json["id"] as? String)
+            for path in ["/auctions", "/auctions/\(auction)/bids", "/currency", "/units", "/trips"] {
+                before[path] = try client.get(path).text
+            }
+            server.herald.stop()
+        }
+        #expect(try TestPostgres.run("SELECT value FROM herald_sequence", on: url) == lastId, "the sequence row is the last id")
+        let server = try TestHerald(examples: true) { $0.postgresURL = url }
+        let client = server.client()
+        for (path, text) in before {
+            #expect(try client.get(path).text == text, "\(path) after the restart")
+        }
+        let replay = try server.stream("/auctions/\(auction)/events", headers: [("Last-Event-ID", idBeforeBids)])
+        #expect(try replay.next(2).compactMap { ($0.json["bid"] as? [String: Any])?["bidder"] as? String } == ["ann", "bob"])
+        let next = try #require(try client.post("/notifications/ping", #"{}"#).json["id"] as? String)
+        #expect(UInt64(next) == (UInt64(lastId) ?? 0) + 1, "the sequence continues, never reused")
+    }
+
+    /// The database goes away: a change gets 503 (problem+json, Retry-After) and changes nothing,
+    /// readiness says why, streams stay open; when it is back, changes go through again.
+    @Test func withoutItsDatabaseHeraldRefusesChangesAndRecoversWhenItReturns() throws {
+        let url = try TestPostgres.database()
+        let name = try #require(URL(string: url)?.lastPathComponent)
+        let server = try TestHerald { $0.postgresURL = url }
+        let client = server.client()
+        let auction = try server.auction(countdown: 3600, startingPrice: 10)
+        let stream = try server.stream("/auctions/\(auction)/events")
+        _ = try stream.next()
+        #expect(try client.post("/auctions/\(auction)/bids", #"{"bidder":"ann","amount":10}"#).status == 201)
+        _ = try stream.next()
+
+        try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+        try TestPostgres.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'")
+        for amount in [20, 30] {
+            let refused = try client.post("/auctions/\(auction)/bids", #"{"bidder":"bob","amount":\#(amount)}"#)
+            #expect(refused.status == 503, "\(refused.text)")
+            #expect(refused.header("Content-Type") == "application/problem+json")
+            #expect(refused.header("Retry-After") != nil)
+        }
+        let ready = try client.get("/health/ready")
+        #expect(ready.status == 503)
+        #expect(ready.text.contains("PostgreSQL") || ready.text.contains("commit"), "\(ready.text)")
+        let price = try client.get("/auctions/\(auction)").json["price"] as? Int
+        #expect(price == 10, "a refused bid changed nothing")
+
+        try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+        let accepted = try client.post("/auctions/\(auction)/bids", #"{"bidder":"bob","amount":20}"#)
+        #expect(accepted.status == 201, "\(accepted.text)")
+        let seen = try stream.next()
+        #expect((seen.json["bid"] as? [String: Any])?["bidder"] as? String == "bob", "the stream stayed open and sees the next bid")
+        #expect(try client.get("/health/ready").status == 200)
+        #expect(try TestPostgres.run("SELECT string_agg(bidder || ':' || amount, ',' ORDER BY number) FROM herald_bids", on: url)
+                == "ann:10,bob:20")
+    }
+
+    @Test func anUnreachableDatabaseStopsTheStartWithAMessage() throws {
+        let port = try #require(TestPostgres.adminURL.flatMap { URLComponents(string: $0)?.port })
+        let closed = (port + 1000) % 60_000 + 1024
+        #expect { try TestHerald { $0.postgresURL = "postgres://postgres@127.0.0.1:\(closed)/postgres" } } throws: {
+            "\($0)".contains("cannot connect to PostgreSQL")
+        }
+    }
+
+    @Test func theCommandKeepsStateInTheDatabaseItNamesAndLogsItWithoutThePassword() throws {
+        let url = try TestPostgres.database()
+        // The throwaway server trusts loopback clients: the password is only there to be kept out of the log.
+        let withPassword = url.replacingOccurrences(of: "postgres@", with: "postgres:secret-in-the-url@")
+        let herald = try HeraldProcess(arguments: ["--store", withPassword, "--no-examples"])
+        #expect(try HTTPClient(port: herald.port).put("/units/x", #"{"name":"X","status":"healthy"}"#).status == 201)
+        #expect(try TestPostgres.run("SELECT id FROM herald_records", on: url) == "x")
+        #expect(herald.log.text.contains("store opened"))
+        #expect(herald.log.text.contains("127.0.0.1"), "the log names the database's host")
+        #expect(!herald.log.text.contains("secret-in-the-url"), "\(herald.log.text)")
+    }
+}

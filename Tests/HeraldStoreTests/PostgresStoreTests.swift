@@ -1,0 +1,157 @@
+import Foundation
+import HeraldTestSupport
+@testable import HeraldStore
+import Testing
+
+/// The PostgreSQL store against a real PostgreSQL (`scripts/test` starts one; each test makes its own
+/// database).
+@Suite(.enabled(if: TestPostgres.adminURL != nil, "HERALD_TEST_POSTGRES names a PostgreSQL (scripts/test starts one)"))
+struct PostgresStoreTests {
+    func event(_ id: UInt64, topic: String = "units/a", at: Date = Date(timeIntervalSince1970: 1_000_000.25)) -> StoredEvent {
+        StoredEvent(id: id, topic: topic, name: "unit", data: Array(#"{"topic":"\#(topic)","n":\#(id)}"#.utf8) + [0, 0xFF],
+                    tags: ["delay", "line\nbreak"], at: at)
+    }
+
+    @Test func eventsRecordsAuctionsAndBidsRoundTripAcrossReopening() throws {
+        let url = try TestPostgres.database()
+        let auction = StoredAuction(id: "7", item: "Watch 'n' chain", startingPrice: 100, createdAt: "2026-11-23T06:00:00Z",
+                                    status: "open", countdownSeconds: 7, deadline: "2026-11-23T06:00:07Z", winner: nil, closedAt: nil)
+        do {
+            let store = try PostgresStore(url: url)
+            try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: Array("{\"id\":\"a\"}".utf8))],
+                             auction: nil, bid: nil)
+            try store.commit(event: event(2, topic: "auctions/7"), records: [], auction: auction,
+                             bid: StoredBid(number: 1, bidder: "ann", amount: 150, at: "2026-11-23T06:00:01Z"))
+            try store.commit(event: event(3, topic: "auctions/7"), records: [RecordChange(kind: "unit", id: "a", document: nil)],
+                             auction: auction, bid: StoredBid(number: 2, bidder: "bob", amount: 160, at: "2026-11-23T06:00:02Z"))
+        }
+        let state = try PostgresStore(url: url).load(eventLimit: 2)
+        #expect(state.lastSequence == 3)
+        #expect(state.events == [event(2, topic: "auctions/7"), event(3, topic: "auctions/7")], "the newest two, oldest first, bytes and tags as written")
+        #expect(state.records["unit"] == nil, "the unit was deleted")
+        #expect(state.auctions.map(\.id) == ["7"])
+        #expect(state.auctions.first?.item == "Watch 'n' chain")
+        #expect(state.auctions.first?.bids.map(\.bidder) == ["ann", "bob"])
+        #expect(state.auctions.first?.bids.map(\.amount) == [150, 160])
+    }
+
+    /// Group commit: one transaction for the batch, a savepoint for each change. A failing change
+    /// undoes only its own writes, and the sequence row is written once, when the batch commits.
+    @Test func aBatchIsOneTransactionAndAFailingChangeUndoesOnlyItself() throws {
+        let url = try TestPostgres.database()
+        let store = try PostgresStore(url: url)
+        try store.beginBatch()
+        try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: [1])], auction: nil, bid: nil)
+        #expect(throws: StoreError.self, "a second event 1 breaks the primary key") {
+            try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "b", document: [2])], auction: nil, bid: nil)
+        }
+        try store.commit(event: event(2), records: [], auction: nil, bid: nil)
+        #expect(try TestPostgres.run("SELECT count(*) FROM herald_events", on: url) == "0", "nothing is visible before the batch commits")
+        #expect(try TestPostgres.run("SELECT value FROM herald_sequence", on: url) == "0")
+        try store.commitBatch()
+        #expect(try TestPostgres.run("SELECT string_agg(id::text, ',' ORDER BY id) FROM herald_events", on: url) == "1,2")
+        #expect(try TestPostgres.run("SELECT value FROM herald_sequence", on: url) == "2")
+        #expect(try TestPostgres.run("SELECT string_agg(id, ',') FROM herald_records", on: url) == "a", "the failed change's record is gone with it")
+    }
+
+    @Test func aFailedBatchCommitStoresNothing() throws {
+        let url = try TestPostgres.database()
+        let store = try PostgresStore(url: url)
+        try store.commit(event: event(1), records: [], auction: nil, bid: nil)
+        // A deferred trigger fails at COMMIT, as a full disk or a lost connection would.
+        try TestPostgres.run("""
+            CREATE FUNCTION refuse_two() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.id = 2 THEN RAISE EXCEPTION 'refused at commit'; END IF; RETURN NEW; END $$;
+            CREATE CONSTRAINT TRIGGER refuse_two AFTER INSERT ON herald_events DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW EXECUTE FUNCTION refuse_two();
+            """, on: url)
+        try store.beginBatch()
+        try store.commit(event: event(2), records: [], auction: nil, bid: nil)
+        let failure = #expect(throws: StoreError.self) { try store.commitBatch() }
+        #expect(failure?.description.contains("refused at commit") == true, "\(String(describing: failure))")
+        #expect(try store.load(eventLimit: 10).events.map(\.id) == [1])
+        #expect(try store.load(eventLimit: 10).lastSequence == 1)
+        try TestPostgres.run("DROP TRIGGER refuse_two ON herald_events", on: url)
+        try store.commit(event: event(2), records: [], auction: nil, bid: nil)
+        #expect(try store.load(eventLimit: 10).lastSequence == 2, "the store goes on after a failed batch")
+    }
+
+    @Test func aSecondHeraldOnTheSameDatabaseIsRefusedUntilTheFirstLetsGo() throws {
+        let url = try TestPostgres.database()
+        var first: PostgresStore? = try PostgresStore(url: url)
+        let refusal = #expect(throws: StoreError.self) { try PostgresStore(url: url) }
+        #expect(refusal?.description.contains("another Herald is using the database") == true)
+        #expect(refusal?.kind == .busy)
+        #expect(first != nil)
+        first = nil
+        _ = try PostgresStore(url: url)
+    }
+
+    @Test func migrationsGoByNameAndADatabaseFromANewerHeraldIsRefused() throws {
+        let url = try TestPostgres.database()
+        _ = try PostgresStore(url: url)
+        #expect(try TestPostgres.run("SELECT string_agg(name, ',') FROM herald_migrations", on: url)
+                == PostgresMigrations.all.map(\.name).joined(separator: ","))
+        _ = try PostgresStore(url: url)  // nothing to run the second time
+        #expect(try TestPostgres.run("SELECT count(*) FROM herald_migrations", on: url) == String(PostgresMigrations.all.count))
+        try TestPostgres.run("INSERT INTO herald_migrations (name) VALUES ('9999-from-the-future')", on: url)
+        let refusal = #expect(throws: StoreError.self) { try PostgresStore(url: url) }
+        #expect(refusal?.description.contains("newer Herald (9999-from-the-future)") == true, "\(String(describing: refusal))")
+    }
+
+    @Test func aDatabaseThatCannotBeReachedSaysSo() throws {
+        let port = try #require(TestPostgres.adminURL.flatMap { URLComponents(string: $0)?.port })
+        // The server's port plus one thousand, mod the range: nothing listens there (checked below).
+        let closed = (port + 1000) % 60_000 + 1024
+        let refusal = #expect(throws: StoreError.self) { try PostgresStore(url: "postgres://postgres@127.0.0.1:\(closed)/postgres") }
+        #expect(refusal?.kind == .unreachable)
+        #expect(refusal?.description.contains("cannot connect to PostgreSQL") == true, "\(String(describing: refusal))")
+    }
+
+    /// The connection breaks (the server ends the session): the change in flight fails as
+    /// unreachable, and the next one connects again, takes the lock again and is stored.
+    @Test func aBrokenConnectionIsReplacedAtTheNextChange() throws {
+        let url = try TestPostgres.database()
+        let store = try PostgresStore(url: url)
+        try store.commit(event: event(1), records: [], auction: nil, bid: nil)
+        let name = try #require(URL(string: url)?.lastPathComponent)
+        try TestPostgres.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND application_name = 'herald'")
+        let failure = #expect(throws: StoreError.self) { try store.commit(event: event(2), records: [], auction: nil, bid: nil) }
+        #expect(failure?.kind == .unreachable, "\(String(describing: failure))")
+        #expect(store.unwritableReason() != nil, "readiness hears of it")
+        try store.commit(event: event(2), records: [], auction: nil, bid: nil)
+        #expect(store.unwritableReason() == nil)
+        #expect(try store.load(eventLimit: 10).events.map(\.id) == [1, 2])
+        #expect(throws: StoreError.self, "the new session holds the lock again") { try PostgresStore(url: url) }
+    }
+
+    @Test func pruningByCountAndAgeKeepsTheSequence() throws {
+        let store = try PostgresStore(url: try TestPostgres.database())
+        for id in 1...5 {
+            try store.commit(event: event(UInt64(id), at: Date(timeIntervalSince1970: Double(id) * 100)), records: [], auction: nil, bid: nil)
+        }
+        #expect(try store.prune(keep: 3, before: nil) == 3)
+        #expect(try store.prune(keep: 10, before: Date(timeIntervalSince1970: 450)) == 5)
+        #expect(try store.eventCount() == 1)
+        #expect(try store.prune(keep: 0, before: nil) == 6, "none left: one past the newest deleted")
+        #expect(try store.load(eventLimit: 10).lastSequence == 5)
+    }
+
+    @Test func sqlStatesMapToWhatACallerCanDo() {
+        #expect(PostgresConnection.kind(sqlState: "40001") == .busy)
+        #expect(PostgresConnection.kind(sqlState: "40P01") == .busy)
+        #expect(PostgresConnection.kind(sqlState: "53100") == .full)
+        #expect(PostgresConnection.kind(sqlState: "25006") == .readOnly)
+        #expect(PostgresConnection.kind(sqlState: "08006") == .unreachable)
+        #expect(PostgresConnection.kind(sqlState: "57P01") == .unreachable)
+        #expect(PostgresConnection.kind(sqlState: "XX001") == .corrupt)
+        #expect(PostgresConnection.kind(sqlState: "23505") == .other)
+        #expect(PostgresConnection.kind(sqlState: nil) == .other)
+    }
+
+    @Test func byteaTextDecodesToTheBytesWritten() {
+        #expect(PostgresConnection.bytes("\\x00ff7b41") == [0, 0xFF, 0x7B, 0x41])
+        #expect(PostgresConnection.bytes("\\x") == [])
+        #expect(PostgresConnection.bytes(nil) == [])
+    }
+}
