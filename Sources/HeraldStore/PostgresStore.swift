@@ -5,23 +5,39 @@ import Synchronization
 /// Herald's state in a PostgreSQL database (`--store postgres://…`): the same records, auctions, bids
 /// and event log as `SQLiteStore`, in tables named `herald_…`, so the database may hold others.
 ///
-/// One Herald writes a database at a time: it holds a session advisory lock while it runs, and a
-/// second one is refused at start. Each change is one transaction, or a savepoint of its batch's one
-/// transaction; the sequence row is written last in each, so the ids a reader sees committed are
-/// gapless and in commit order. PostgreSQL syncs its log at each commit (`synchronous_commit` is on
-/// for Herald's session), so a commit it acknowledged survives a crash of either process.
+/// Several Heralds (replicas) may share a database. A batch is one transaction that first takes the
+/// database's write lock (a transaction advisory lock), so batches of all replicas run one at a time;
+/// it reads the committed sequence, so its Herald can first catch up with what the others committed.
+/// Each change is a savepoint of the batch's transaction; the sequence row is written last, with a
+/// `pg_notify('herald', id)` that every replica's listener gets at commit. So the ids are gapless, in
+/// commit order, and the same on every replica. PostgreSQL syncs its log at each commit
+/// (`synchronous_commit` is on for Herald's session), so a commit it acknowledged survives a crash of
+/// either process.
 public final class PostgresStore: Store {
     /// Every commit is durable when PostgreSQL acknowledges it: the writer has nothing to sync.
     public let synchronous = Synchronous.full
     public let location: String
+    public let isShared = true
     private let connection: Mutex<State>
     /// Whether the connection was up when last used (readiness reads it without waiting for the writer).
     private let connected = Atomic<Bool>(true)
+    /// Listens for the commits of every replica on a connection and a thread of its own: calls
+    /// `heard` after each notification, and after each (re)connection, when some may have been
+    /// missed. While it cannot connect, readiness says the database is lost.
+    public func listen(_ heard: @escaping @Sendable () -> Void) -> PostgresListener {
+        PostgresListener(url: url, channel: Self.channel, listening: listening, heard: heard)
+    }
+
+    /// Whether the listener (if any) is connected.
+    private let listening = SharedFlag(true)
     /// The database's size at the last scrape that found the connection free.
     private let lastSize = Atomic<Int64>(-1)
 
-    /// The key of the advisory lock a running Herald holds ("HERA").
+    /// The key of the advisory lock each batch takes, the database's write lock ("HERA").
     static let lockKey: Int64 = 0x4845_5241
+    /// The channel commits notify, with the committed sequence as payload.
+    static let channel = "herald"
+    private let url: String
 
     private struct State: Sendable {
         let connection: PostgresConnection
@@ -29,44 +45,57 @@ public final class PostgresStore: Store {
         var inBatch = false
         /// The sequence the batch's events reached, written when the batch commits.
         var batchSequence: UInt64?
+        /// Whether the batch wrote anything (then the revision moves when it commits).
+        var batchWrote = false
+        /// The database's revision (one more for every batch of any replica that wrote something) as
+        /// this store last read or wrote it.
+        var seenRevision: Int64 = -1
     }
 
-    /// Connects, takes the database for this Herald, and migrates it to the current schema. Refuses a
-    /// database another Herald is using and one migrated by a newer Herald.
+    /// Connects and migrates the database to the current schema. Refuses a database migrated by a
+    /// newer Herald.
     public init(url: String) throws(StoreError) {
         let connection = try PostgresConnection(url)
+        self.url = url
         location = connection.location
         try connection.execute("SET synchronous_commit = on")
-        try Self.lock(connection)
         try PostgresMigrations.migrate(connection)
         self.connection = Mutex(State(connection: connection))
     }
 
-    private static func lock(_ connection: PostgresConnection) throws(StoreError) {
-        guard try connection.text("SELECT pg_try_advisory_lock($1)", [.int(lockKey)]) == "t" else {
-            throw StoreError("another Herald is using the database \(connection.location)", kind: .busy)
-        }
-    }
-
-    /// Runs `body` with the connection, connecting again first if it broke (and taking the lock
-    /// again, which went with the old session). Inside a batch a broken connection is not replaced:
-    /// the batch's transaction went with it.
+    /// Runs `body` with the connection, connecting again first if it broke. Inside a batch a broken
+    /// connection is not replaced: the batch's transaction went with it.
     private func use<T>(_ body: (inout State) throws(StoreError) -> T) throws(StoreError) -> T {
         try connection.withLock { state throws(StoreError) -> T in
             defer { connected.store(state.connection.isConnected, ordering: .relaxed) }
             if !state.inBatch, try state.connection.reconnectIfBroken() {
                 try state.connection.execute("SET synchronous_commit = on")
-                try Self.lock(state.connection)
             }
             return try body(&state)
         }
     }
 
-    public func beginBatch() throws(StoreError) {
-        try use { state throws(StoreError) in
+    /// Opens the batch's transaction, waits for the database's write lock, and returns the sequence
+    /// committed (by any replica) so far.
+    @discardableResult
+    public func beginBatch() throws(StoreError) -> BatchStart? {
+        try use { state throws(StoreError) -> BatchStart? in
             try state.connection.execute("BEGIN")
-            state.inBatch = true
-            state.batchSequence = nil
+            do throws(StoreError) {
+                try state.connection.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)])
+                let row = try state.connection.query("SELECT value, revision FROM herald_sequence").rows.first
+                let committed = UInt64(row?[0] ?? "") ?? 0
+                let revision = Int64(row?[1] ?? "") ?? 0
+                let behind = revision != state.seenRevision
+                state.seenRevision = revision
+                state.inBatch = true
+                state.batchSequence = nil
+                state.batchWrote = false
+                return BatchStart(committed: committed, behind: behind)
+            } catch {
+                if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
+                throw error
+            }
         }
     }
 
@@ -76,14 +105,26 @@ public final class PostgresStore: Store {
             defer {
                 state.inBatch = false
                 state.batchSequence = nil
+                state.batchWrote = false
             }
             do throws(StoreError) {
-                if let sequence = state.batchSequence { try Self.writeSequence(sequence, state.connection) }
+                if state.batchWrote {
+                    state.seenRevision = try Self.advance(to: state.batchSequence, state.connection)
+                }
                 try state.connection.execute("COMMIT")
             } catch {
                 if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
                 throw error
             }
+        }
+    }
+
+    public func rollbackBatch() {
+        connection.withLock { state in
+            guard state.inBatch else { return }
+            if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
+            state.inBatch = false
+            state.batchSequence = nil
         }
     }
 
@@ -94,7 +135,10 @@ public final class PostgresStore: Store {
         try use { state throws(StoreError) -> StoredState in
             let connection = state.connection
             var stored = StoredState()
-            stored.lastSequence = UInt64(try connection.text("SELECT value FROM herald_sequence") ?? "0") ?? 0
+            let row = try connection.query("SELECT value, revision FROM herald_sequence").rows.first
+            stored.lastSequence = UInt64(row?[0] ?? "") ?? 0
+            // What follows may already be newer: then the next batch catches up once more, harmlessly.
+            state.seenRevision = Int64(row?[1] ?? "") ?? -1
             for row in try connection.query("SELECT kind, id, document FROM herald_records ORDER BY kind, id").rows {
                 stored.records[row[0] ?? "", default: []].append((row[1] ?? "", PostgresConnection.bytes(row[2])))
             }
@@ -117,11 +161,7 @@ public final class PostgresStore: Store {
             }
             let events = try connection.query("SELECT id, topic, name, data, tags, at FROM herald_events ORDER BY id DESC LIMIT $1",
                                               [.int(Int64(max(eventLimit, 0)))])
-            for row in events.rows.reversed() {
-                stored.events.append(StoredEvent(
-                    id: UInt64(row[0] ?? "") ?? 0, topic: row[1] ?? "", name: row[2] ?? "", data: PostgresConnection.bytes(row[3]),
-                    tags: SQLiteStore.tags(from: row[4] ?? ""), at: Date(timeIntervalSince1970: Double(row[5] ?? "") ?? 0)))
-            }
+            stored.events = events.rows.reversed().map(Self.event)
             return stored
         }
     }
@@ -134,8 +174,9 @@ public final class PostgresStore: Store {
                 : ("BEGIN", "COMMIT", "ROLLBACK")
             try connection.execute(open)
             do throws(StoreError) {
+                if !state.inBatch { try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)]) }
                 try Self.write(event: event, records: records, auction: auction, bid: bid, connection)
-                if let event, !state.inBatch { try Self.writeSequence(event.id, connection) }
+                if !state.inBatch { state.seenRevision = try Self.advance(to: event?.id, connection) }
                 try connection.execute(release)
             } catch {
                 if connection.isConnected {
@@ -144,7 +185,10 @@ public final class PostgresStore: Store {
                 }
                 throw error
             }
-            if state.inBatch, let event { state.batchSequence = event.id }
+            if state.inBatch {
+                state.batchWrote = true
+                if let event { state.batchSequence = event.id }
+            }
         }
     }
 
@@ -183,10 +227,14 @@ public final class PostgresStore: Store {
         }
     }
 
-    /// The sequence row, written last in its transaction: a reader that sees it committed sees every
-    /// event up to it.
-    private static func writeSequence(_ sequence: UInt64, _ connection: PostgresConnection) throws(StoreError) {
-        try connection.query("UPDATE herald_sequence SET value = $1", [.int(Int64(sequence))])
+    /// The sequence row, written last in its transaction (a reader that sees it committed sees every
+    /// event up to it), with the revision one more. Every listener hears of it when the transaction
+    /// commits. Returns the new revision.
+    private static func advance(to sequence: UInt64?, _ connection: PostgresConnection) throws(StoreError) -> Int64 {
+        let revision = try connection.text("UPDATE herald_sequence SET value = coalesce($1, value), revision = revision + 1 RETURNING revision",
+                                           [sequence.map { .int(Int64($0)) } ?? .null])
+        try connection.query("SELECT pg_notify($1, $2)", [.text(channel), .text(revision ?? "")])
+        return Int64(revision ?? "") ?? -1
     }
 
     @discardableResult
@@ -202,12 +250,24 @@ public final class PostgresStore: Store {
         }
     }
 
+    public func events(after id: UInt64) throws(StoreError) -> [StoredEvent] {
+        try use { state throws(StoreError) -> [StoredEvent] in
+            try state.connection.query("SELECT id, topic, name, data, tags, at FROM herald_events WHERE id > $1 ORDER BY id",
+                                       [.int(Int64(clamping: id))]).rows.map(Self.event)
+        }
+    }
+
+    private static func event(_ row: [String?]) -> StoredEvent {
+        StoredEvent(id: UInt64(row[0] ?? "") ?? 0, topic: row[1] ?? "", name: row[2] ?? "", data: PostgresConnection.bytes(row[3]),
+                    tags: SQLiteStore.tags(from: row[4] ?? ""), at: Date(timeIntervalSince1970: Double(row[5] ?? "") ?? 0))
+    }
+
     public func eventCount() throws(StoreError) -> Int {
         try use { state throws(StoreError) -> Int in Int(try state.connection.text("SELECT count(*) FROM herald_events") ?? "0") ?? 0 }
     }
 
     public func unwritableReason() -> String? {
-        connected.load(ordering: .relaxed) ? nil : "the connection to PostgreSQL is lost"
+        connected.load(ordering: .relaxed) && listening.isSet ? nil : "the connection to PostgreSQL is lost"
     }
 
     /// The database's size (`pg_database_size`), read when the writer is not using the connection;
@@ -220,6 +280,62 @@ public final class PostgresStore: Store {
         if let size = read ?? nil { lastSize.store(size, ordering: .relaxed) }
         let size = lastSize.load(ordering: .relaxed)
         return size >= 0 ? size : nil
+    }
+}
+
+/// A flag shared by reference between threads.
+final class SharedFlag: Sendable {
+    private let value: Atomic<Bool>
+
+    init(_ initial: Bool) { value = Atomic(initial) }
+
+    var isSet: Bool { value.load(ordering: .relaxed) }
+    func set(_ new: Bool) { value.store(new, ordering: .relaxed) }
+    /// Sets it; returns whether it was set before.
+    func raise() -> Bool { value.exchange(true, ordering: .relaxed) }
+}
+
+/// The thread that listens for commits (`PostgresStore.listen`).
+public final class PostgresListener: Sendable {
+    private let stopped = SharedFlag(false)
+    private let ended = DispatchSemaphore(value: 0)
+
+    fileprivate init(url: String, channel: String, listening: SharedFlag, heard: @escaping @Sendable () -> Void) {
+        let thread = Thread { [stopped, ended] in
+            var connection: PostgresConnection?
+            while !stopped.isSet {
+                guard let open = connection else {
+                    do {
+                        let made = try PostgresConnection(url)
+                        try made.execute("LISTEN \(channel)")
+                        connection = made
+                        listening.set(true)
+                        heard()
+                    } catch {
+                        listening.set(false)
+                        Thread.sleep(forTimeInterval: 0.5)
+                    }
+                    continue
+                }
+                do {
+                    if try !open.notifications(waiting: 250).isEmpty { heard() }
+                } catch {
+                    connection = nil
+                    listening.set(false)
+                }
+            }
+            ended.signal()
+        }
+        thread.name = "herald-listen"
+        thread.start()
+    }
+
+    deinit { stop() }
+
+    /// Stops listening and waits for the thread to end.
+    public func stop() {
+        guard !stopped.raise() else { return }
+        ended.wait()
     }
 }
 
@@ -263,9 +379,10 @@ enum PostgresMigrations {
     static let initial = """
         CREATE TABLE herald_sequence (
             single boolean PRIMARY KEY DEFAULT true CHECK (single),
-            value bigint NOT NULL
+            value bigint NOT NULL,
+            revision bigint NOT NULL
         );
-        INSERT INTO herald_sequence (value) VALUES (0);
+        INSERT INTO herald_sequence (value, revision) VALUES (0, 0);
         CREATE TABLE herald_events (
             id bigint PRIMARY KEY,
             topic text NOT NULL,

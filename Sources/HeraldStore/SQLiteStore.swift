@@ -12,6 +12,7 @@ public final class SQLiteStore: Store {
 
     public let path: String
     public var location: String { path }
+    public let isShared = false
     /// How hard a commit insists on the disk: with `.full`, the writer calls `syncLog()` once for each
     /// group of commits before any of them is acknowledged.
     public let synchronous: Synchronous
@@ -62,8 +63,11 @@ public final class SQLiteStore: Store {
     /// Group commit: the changes stored from now until `commitBatch()` share one transaction, and each
     /// is a savepoint in it (a change that fails undoes only its own writes). Writing the log once for
     /// the whole batch is what makes a batch cheaper than its changes one by one.
-    public func beginBatch() throws(StoreError) {
+    /// Only this Herald writes the file (it holds the directory's lock): nothing to return.
+    @discardableResult
+    public func beginBatch() throws(StoreError) -> BatchStart? {
         try connection.withLock { connection throws(StoreError) in try connection.beginBatch() }
+        return nil
     }
 
     /// Commits the batch opened by `beginBatch()`. If the commit fails, none of the batch is stored.
@@ -78,6 +82,10 @@ public final class SQLiteStore: Store {
             }
             try connection.commitBatch()
         }
+    }
+
+    public func rollbackBatch() {
+        connection.withLock { $0.rollbackBatch() }
     }
 
     /// Tests set this to make the next batch commit fail as a full disk would, after every change in
@@ -278,6 +286,20 @@ public final class SQLiteStore: Store {
             return stat(path, &status) == 0 ? Int64(status.st_size) : 0
         }
         return size(path) + size(path + "-wal")
+    }
+
+    public func events(after id: UInt64) throws(StoreError) -> [StoredEvent] {
+        try connection.withLock { connection throws(StoreError) -> [StoredEvent] in
+            let events = try connection.statement("SELECT id, topic, name, data, tags, at FROM events WHERE id > ? ORDER BY id")
+            try events.bind(1, Int64(clamping: id))
+            var found: [StoredEvent] = []
+            while try events.step() {
+                found.append(StoredEvent(id: UInt64(events.int(0)), topic: events.text(1) ?? "", name: events.text(2) ?? "",
+                                         data: events.blob(3), tags: events.text(4).map(Self.tags(from:)) ?? [],
+                                         at: Date(timeIntervalSince1970: events.double(5))))
+            }
+            return found
+        }
     }
 
     /// How many events the store holds.

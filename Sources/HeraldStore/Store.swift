@@ -8,11 +8,19 @@ import Foundation
 public protocol Store: AnyObject, Sendable {
     /// How hard a commit insists on the disk.
     var synchronous: Synchronous { get }
+    /// Whether other Heralds may write the store too (replicas on one PostgreSQL database).
+    var isShared: Bool { get }
     /// Where the store is, for the log: a file's path, or a database's host, port and name (never a
     /// password).
     var location: String { get }
-    func beginBatch() throws(StoreError)
+    /// Opens a batch. For a shared store (the batch then holds the store's write lock until it ends),
+    /// returns what other Heralds committed since this one last looked; nil when only this Herald
+    /// writes the store.
+    @discardableResult
+    func beginBatch() throws(StoreError) -> BatchStart?
     func commitBatch() throws(StoreError)
+    /// Ends the batch opened by `beginBatch()` without storing any of it.
+    func rollbackBatch()
     /// Makes every commit so far durable (called once per batch with `synchronous == .full`).
     func syncLog() throws(StoreError)
     /// Everything needed at start: the sequence, the newest `eventLimit` events and every record.
@@ -25,8 +33,24 @@ public protocol Store: AnyObject, Sendable {
     func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64
     /// How many events the store holds.
     func eventCount() throws(StoreError) -> Int
+    /// The events after `id`, oldest first (what other Heralds committed, for a shared store).
+    func events(after id: UInt64) throws(StoreError) -> [StoredEvent]
     /// Why the store cannot be written now, if it knows (readiness); nil when it can.
     func unwritableReason() -> String?
     /// The bytes the store takes, if it knows (metrics).
     func sizeBytes() -> Int64?
+}
+
+/// What a batch of a shared store finds when it begins.
+public struct BatchStart: Sendable, Equatable {
+    /// The last sequence number committed, by any Herald.
+    public let committed: UInt64
+    /// Whether another Herald committed anything since this one last read or wrote the store (a
+    /// change without an event, such as a new auction, too).
+    public let behind: Bool
+
+    public init(committed: UInt64, behind: Bool) {
+        self.committed = committed
+        self.behind = behind
+    }
 }

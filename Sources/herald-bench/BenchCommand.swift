@@ -24,6 +24,8 @@ struct BenchCommand: ParsableCommand {
     var holdSeconds: Double?
     @Flag(help: "Send every bid at once on one connection (pipelined), then read the answers.")
     var pipelined = false
+    @Option(help: "Create the auction and send the bids on this port: another Herald replica on the same database (subscribers stay on --port).")
+    var bidPort: Int?
 
     func validate() throws {
         guard subscribers >= 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250 else {
@@ -42,7 +44,7 @@ struct BenchCommand: ParsableCommand {
         let options = Fanout.Options(host: host, port: port, pid: pid, subscribers: subscribers, events: events,
                                      intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
                                      idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds,
-                                     pipelined: pipelined)
+                                     pipelined: pipelined, bidPort: bidPort)
         let report = try Fanout(options: options).run()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

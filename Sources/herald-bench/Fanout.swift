@@ -20,6 +20,8 @@ struct Fanout {
         var holdSeconds: Double?
         /// Send all the bids at once on one connection (pipelined), then read the answers.
         var pipelined = false
+        /// Send the bids (and create the auction) on this port: another replica of the same store.
+        var bidPort: Int?
     }
 
     struct Report: Encodable {
@@ -41,7 +43,7 @@ struct Fanout {
 
     func run() throws -> Report {
         let server = ProcessStats(pid: options.pid)
-        let control = BlockingHTTP(host: options.host, port: options.port)
+        let control = BlockingHTTP(host: options.host, port: options.bidPort ?? options.port)
         let auction = try options.auction ?? {
             let created = try control.request("POST", "/auctions", json: #"{"item":"bench","countdownSeconds":3600}"#)
             guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
@@ -49,6 +51,15 @@ struct Fanout {
             }
             return String(id)
         }()
+        if options.bidPort != nil {
+            // Made on the other replica: wait until this one has it.
+            let watched = BlockingHTTP(host: options.host, port: options.port)
+            let deadline = Date().addingTimeInterval(options.timeoutSeconds)
+            while (try? watched.request("GET", "/auctions/\(auction)", json: nil))?.status != 200 {
+                guard Date() < deadline else { throw BenchError("the auction never reached port \(options.port)") }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
         var report = Report()
         let rssBefore = server.rssKiB
         let cpuBefore = server.cpuSeconds
@@ -164,7 +175,7 @@ struct Fanout {
         // Publish M bids from another thread while this one reads.
         let publishStart = clock()
         let publisherDone = Atomic<Bool>(false)
-        let (host, port, events, interval) = (options.host, options.port, options.events, options.intervalMilliseconds)
+        let (host, port, events, interval) = (options.host, options.bidPort ?? options.port, options.events, options.intervalMilliseconds)
         let bidTimes = Mutex<[Double]>([])
         let answers = Mutex((answered: 0, accepted: 0))
         let pipelined = options.pipelined

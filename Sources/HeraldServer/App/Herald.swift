@@ -28,6 +28,8 @@ public final class Herald: Sendable {
     /// Set when shutting down begins: `/health/ready` is 503 from then on.
     private let draining = Flag()
     private let store: (any Store)?
+    /// Hears the commits of other replicas (PostgreSQL).
+    private let listener: PostgresListener?
     private let clock: any DomainClock
     /// The next pruning, and whether Herald has stopped (then pruning never arms again).
     private let pruning = Mutex<(timer: (any TimerHandle)?, stopped: Bool)>((nil, false))
@@ -83,26 +85,32 @@ public final class Herald: Sendable {
             throw error
         }
 
-        // A batch the store could not commit never happened: memory goes back to what the store holds.
         if let store {
-            // Weak: the journal keeps this, and the domain keeps the journal.
-            journal.onLostBatch { [weak currency, weak trips, weak units, weak auctions] in
+            // Weak: the journal keeps these, and the domain keeps the journal.
+            let reload: @Sendable (Bool) -> Bool = { [weak currency, weak trips, weak units, weak auctions] catchingUp in
                 guard let currency, let trips, let units, let auctions else { return true }
                 do {
                     let stored = try DomainSnapshot(try store.load(eventLimit: 0))
                     currency.restore(stored.currency)
                     trips.restore(stored.trips)
                     units.restore(stored.units)
-                    auctions.reload(stored.auctions)
-                    logger.warning("memory reloaded from the store after a lost batch")
+                    // Catching up, countdowns go on as at start; after a lost batch each fires once now.
+                    if catchingUp { try auctions.restore(stored.auctions) } else { auctions.reload(stored.auctions) }
+                    if !catchingUp { logger.warning("memory reloaded from the store after a lost batch") }
                     return true
                 } catch {
                     // Tried again before each batch; changes are refused until then.
-                    logger.error("memory could not be reloaded from the store after a lost batch", metadata: ["error": "\(error)"])
+                    logger.error("memory could not be reloaded from the store", metadata: ["error": "\(error)", "store.catching_up": "\(catchingUp)"])
                     return false
                 }
             }
+            // A batch the store could not commit never happened: memory goes back to what the store holds.
+            journal.onLostBatch { reload(false) }
+            // Replicas: memory follows what the others commit, before each batch that finds the store
+            // moved; the listener wakes the writer when one commits.
+            if store.isShared { journal.onCatchUp { reload(true) } }
         }
+        listener = (store as? PostgresStore)?.listen { [weak journal] in journal?.wake() }
 
         let metrics = configuration.metrics ? Metrics() : nil
         self.metrics = metrics
@@ -191,6 +199,7 @@ public final class Herald: Sendable {
             pruning.timer?.cancel()
             pruning.timer = nil
         }
+        listener?.stop()
         auctions.stop()
         // Every change asked for is answered before the server stops; later ones are refused (503).
         journal.writer.stop()

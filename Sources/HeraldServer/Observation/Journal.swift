@@ -48,6 +48,12 @@ final class Journal: ChangeSink {
         let run: @Sendable () -> Bool
     }
 
+    /// What makes memory equal to the store after other Heralds committed (a shared store): restores
+    /// it as at start. Returns whether it could.
+    private let catchUp = Mutex<Reload?>(nil)
+    /// A batch is queued only to catch up (`wake`); more wake-ups meanwhile add nothing.
+    private let wakeQueued = Atomic<Bool>(false)
+
     /// Memory holds changes the store lost and could not be reloaded (the store could not be read):
     /// no change runs until it is.
     private let stale = Atomic<Bool>(false)
@@ -109,15 +115,60 @@ final class Journal: ChangeSink {
         reload.withLock { $0 = Reload(run: run) }
     }
 
+    /// Sets what brings memory up to date with a shared store before a batch.
+    func onCatchUp(_ run: @escaping @Sendable () -> Bool) {
+        catchUp.withLock { $0 = Reload(run: run) }
+    }
+
+    /// Queues a batch that only catches up with what other Heralds committed (the store's listener
+    /// heard of a commit).
+    func wake() {
+        guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
+        writer.submit({ () throws(DomainError) in }, done: { _ in })
+    }
+
     /// Before the writer runs a batch: memory that could not be reloaded after a lost batch is
-    /// reloaded first; while it cannot be, the batch's changes are refused without running.
+    /// reloaded first; while it cannot be, the batch's changes are refused without running. With a
+    /// shared store, the batch's transaction opens now, under the store's write lock, and what other
+    /// Heralds committed since this one last looked is taken in first: memory is restored from the
+    /// store, and their events are published here with their ids, before any of the batch's.
     func prepareBatch() -> DomainError? {
-        guard stale.load(ordering: .relaxed) else { return nil }
-        if reload.withLock({ $0 })?.run() ?? true {
+        wakeQueued.store(false, ordering: .relaxed)
+        if stale.load(ordering: .relaxed) {
+            guard reload.withLock({ $0 })?.run() ?? true else {
+                return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
+            }
             stale.store(false, ordering: .relaxed)
-            return nil
         }
-        return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
+        guard let store, store.isShared else { return nil }
+        do throws(StoreError) {
+            let start = try store.beginBatch()
+            let last = sequence.withLock { $0 }
+            guard let start, start.behind else {
+                batch.withLock { $0.sequenceBefore = last }
+                return nil
+            }
+            let committed = max(start.committed, last)
+            let missed = try store.events(after: last)
+            // Before restoring: an auction that restoring closes takes the next id after theirs.
+            sequence.withLock { $0 = committed }
+            batch.withLock { $0.sequenceBefore = committed }
+            guard catchUp.withLock({ $0 })?.run() ?? true else {
+                sequence.withLock { $0 = last }  // so that the next batch tries again
+                store.rollbackBatch()
+                batch.withLock { $0 = Batch() }
+                return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
+            }
+            for event in missed {
+                apply(.event(id: event.id, durable: true, topic: event.topic, name: event.name, tags: event.tags, updates: [], data: event.data))
+            }
+            return nil
+        } catch {
+            store.rollbackBatch()
+            batch.withLock { $0 = Batch() }
+            logger.error("could not catch up with the store", metadata: ["store.error": "\(error)"])
+            return Self.refusal(for: error, topic: "a batch of changes")
+        }
     }
 
     /// Ends the writer's batch: commits its one transaction, syncs the store's log (with `--sync full`),

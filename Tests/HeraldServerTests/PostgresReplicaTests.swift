@@ -1,0 +1,104 @@
+import Foundation
+@testable import HeraldServer
+import HeraldStore
+import HeraldTestSupport
+import Testing
+
+/// Three Herald replicas on one PostgreSQL database (in this process, each with its own connections,
+/// writer and listener), against the throwaway PostgreSQL `scripts/test` starts.
+@Suite(.enabled(if: TestPostgres.adminURL != nil, "HERALD_TEST_POSTGRES names a PostgreSQL (scripts/test starts one)"))
+struct PostgresReplicaTests {
+    func replicas(_ url: String, count: Int = 3) throws -> [TestHerald] {
+        try (0..<count).map { _ in try TestHerald { $0.postgresURL = url } }
+    }
+
+    /// Bids go round-robin to the replicas, each one more than the last: each is taken (so each
+    /// replica knew the price the others set), and every replica's observers see the same ids in the
+    /// same order.
+    @Test func bidsOnEveryReplicaFormOneOrderEveryObserverSees() throws {
+        let url = try TestPostgres.database()
+        let servers = try replicas(url)
+        defer { for server in servers { server.herald.stop() } }
+        let auction = try servers[0].auction(countdown: 3600, startingPrice: 1)
+        #expect(eventually { servers.allSatisfy { (try? $0.client().get("/auctions/\(auction)").status) == 200 } },
+                "the auction reaches every replica")
+        let streams = try servers.map { try $0.stream("/auctions/\(auction)/events?snapshot=false") }
+        let bids = 30
+        for number in 1...bids {
+            let server = servers[number % servers.count]
+            let response = try server.client().post("/auctions/\(auction)/bids", #"{"bidder":"b\#(number)","amount":\#(number)}"#)
+            #expect(response.status == 201, "bid \(number) on replica \(number % servers.count): \(response.text)")
+        }
+        var orders: [[String]] = []
+        for stream in streams {
+            let events = try (0..<bids).map { _ in try stream.next(named: "bid", timeout: 10) }
+            orders.append(events.compactMap(\.id))
+            let amounts = events.compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int }
+            #expect(amounts == Array(1...bids), "prices strictly increase, in the order they were taken")
+        }
+        #expect(orders[0].count == bids)
+        #expect(orders.allSatisfy { $0 == orders[0] }, "the same ids in the same order on every replica: \(orders)")
+        let ids = orders[0].compactMap { UInt64($0) }
+        #expect(ids == ids.sorted() && Set(ids).count == ids.count)
+        for server in servers {
+            #expect(try server.client().get("/auctions/\(auction)").json["price"] as? Int == bids)
+        }
+    }
+
+    /// A client that loses its replica resumes on another with `Last-Event-ID` and gets exactly what
+    /// it missed: the ids are the database's, the same everywhere.
+    @Test func aClientResumesOnAnotherReplicaWithExactlyWhatItMissed() throws {
+        let url = try TestPostgres.database()
+        let servers = try replicas(url, count: 2)
+        defer { for server in servers { server.herald.stop() } }
+        let first = try servers[0].stream("/notifications/door/events")
+        var lastSeen = ""
+        for number in 1...3 {
+            _ = try servers[number % 2].client().post("/notifications/door", #"{"userInfo":{"n":\#(number)}}"#)
+            lastSeen = try #require(try first.next(named: "notification").id)
+        }
+        first.close()
+        for number in 4...6 {
+            _ = try servers[number % 2].client().post("/notifications/door", #"{"userInfo":{"n":\#(number)}}"#)
+        }
+        let moved = try servers[1].stream("/notifications/door/events", headers: [("Last-Event-ID", lastSeen)])
+        let missed = try (0..<3).map { _ in try moved.next(named: "notification", timeout: 10) }
+        let payloads = missed.compactMap { ($0.json["userInfo"] as? [String: Any])?["n"] as? Int }
+        #expect(payloads == [4, 5, 6], "\(missed.map(\.data))")
+        #expect(try moved.receivesEvent(within: 0.5) == false, "and nothing twice")
+    }
+
+    /// Three replicas run the same countdowns; closing is a change like any other, made under the
+    /// database's write lock after catching up, so each auction closes once, with its winner.
+    @Test func replicasRacingToCloseAuctionsCloseEachOnceWithItsWinner() throws {
+        let url = try TestPostgres.database()
+        let servers = try replicas(url)
+        defer { for server in servers { server.herald.stop() } }
+        let count = 60
+        var winners: [String: String] = [:]
+        for number in 1...count {
+            let server = servers[number % servers.count]
+            let id = try server.auction(countdown: 2, startingPrice: 1)
+            let bidder = "w\(number)"
+            let other = servers[(number + 1) % servers.count]
+            #expect(eventually { (try? other.client().get("/auctions/\(id)").status) == 200 })
+            #expect(try other.client().post("/auctions/\(id)/bids", #"{"bidder":"\#(bidder)","amount":5}"#).status == 201)
+            winners[id] = bidder
+        }
+        let closed = eventually(timeout: 20) {
+            (try? TestPostgres.run("SELECT count(*) FROM herald_events WHERE name = 'closed'", on: url)) == String(count)
+        }
+        #expect(closed, "every auction closed")
+        Thread.sleep(forTimeInterval: 2.5)  // a second close would come within a countdown's length
+        #expect(try TestPostgres.run("SELECT count(*) FROM herald_events WHERE name = 'closed'", on: url) == String(count),
+                "and none twice")
+        for server in servers {
+            let auctions = try server.client().all("/auctions", "auctions")
+            for auction in auctions {
+                guard let id = auction["id"] as? String else { continue }
+                #expect(auction["status"] as? String == "closed", "\(id)")
+                #expect(auction["winner"] as? String == winners[id], "\(id)")
+            }
+        }
+    }
+}
