@@ -246,7 +246,44 @@ public final class PostgresStore: Store {
             if let before {
                 try connection.query("DELETE FROM herald_events WHERE at < $1", [.text(String(before.timeIntervalSince1970))])
             }
+            try connection.query("DELETE FROM herald_answers WHERE at < $1",
+                                 [.text(String(Date().timeIntervalSince1970 - KeptAnswer.keptSeconds))])
             return UInt64(try connection.text("SELECT min(id) FROM herald_events") ?? "") ?? newest + 1
+        }
+    }
+
+    public func keep(_ answer: KeptAnswer) throws(StoreError) {
+        try use { state throws(StoreError) in
+            let connection = state.connection
+            let (open, release, undo) = state.inBatch
+                ? ("SAVEPOINT answer", "RELEASE SAVEPOINT answer", "ROLLBACK TO SAVEPOINT answer")
+                : ("BEGIN", "COMMIT", "ROLLBACK")
+            try connection.execute(open)
+            do throws(StoreError) {
+                try connection.query("""
+                    INSERT INTO herald_answers (key, fingerprint, status, headers, body, at) VALUES ($1, $2, $3, $4, $5, $6)
+                    ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status,
+                        headers = excluded.headers, body = excluded.body, at = excluded.at
+                    """, [.text(answer.key), .text(answer.fingerprint), .int(Int64(answer.status)), .text(KeptAnswer.encode(answer.headers)),
+                          .bytes(answer.body), .text(String(answer.at.timeIntervalSince1970))])
+                try connection.execute(release)
+            } catch {
+                if connection.isConnected {
+                    try? connection.execute(undo)
+                    if state.inBatch { try? connection.execute("RELEASE SAVEPOINT answer") }
+                }
+                throw error
+            }
+            if state.inBatch { state.batchWrote = true }
+        }
+    }
+
+    public func keptAnswer(for key: String) throws(StoreError) -> KeptAnswer? {
+        try use { state throws(StoreError) -> KeptAnswer? in
+            guard let row = try state.connection.query("SELECT fingerprint, status, headers, body, at FROM herald_answers WHERE key = $1",
+                                                       [.text(key)]).rows.first else { return nil }
+            return KeptAnswer(key: key, fingerprint: row[0] ?? "", status: Int(row[1] ?? "") ?? 0, headers: KeptAnswer.decode(row[2] ?? ""),
+                              body: PostgresConnection.bytes(row[3]), at: Date(timeIntervalSince1970: Double(row[4] ?? "") ?? 0))
         }
     }
 
@@ -342,7 +379,7 @@ public final class PostgresListener: Sendable {
 /// PostgreSQL's schema, one named step at a time. A step never changes once released; the database
 /// keeps the names of those it ran (`herald_migrations`), so a step is found by name, not position.
 enum PostgresMigrations {
-    static let all: [(name: String, sql: String)] = [("0001-events-records-auctions", initial)]
+    static let all: [(name: String, sql: String)] = [("0001-events-records-auctions", initial), ("0002-kept-answers", answers)]
 
     /// The key of the transaction lock two Heralds starting at once migrate under ("MIGR").
     static let lockKey: Int64 = 0x4D49_4752
@@ -375,6 +412,18 @@ enum PostgresMigrations {
             throw error
         }
     }
+
+    static let answers = """
+        CREATE TABLE herald_answers (
+            key text PRIMARY KEY,
+            fingerprint text NOT NULL,
+            status integer NOT NULL,
+            headers text NOT NULL,
+            body bytea NOT NULL,
+            at double precision NOT NULL
+        );
+        CREATE INDEX herald_answers_at ON herald_answers (at);
+        """
 
     static let initial = """
         CREATE TABLE herald_sequence (

@@ -271,6 +271,9 @@ public final class SQLiteStore: Store {
                 try byAge.bind(1, before.timeIntervalSince1970)
                 try byAge.run()
             }
+            let answers = try connection.statement("DELETE FROM answers WHERE at < ?")
+            try answers.bind(1, Date().timeIntervalSince1970 - KeptAnswer.keptSeconds)
+            try answers.run()
             return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) } ?? newest + 1
         }
     }
@@ -286,6 +289,34 @@ public final class SQLiteStore: Store {
             return stat(path, &status) == 0 ? Int64(status.st_size) : 0
         }
         return size(path) + size(path + "-wal")
+    }
+
+    public func keep(_ answer: KeptAnswer) throws(StoreError) {
+        try connection.withLock { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                let insert = try connection.statement(
+                    "INSERT OR REPLACE INTO answers (key, fingerprint, status, headers, body, at) VALUES (?, ?, ?, ?, ?, ?)")
+                try insert.bind(1, answer.key)
+                try insert.bind(2, answer.fingerprint)
+                try insert.bind(3, Int64(answer.status))
+                try insert.bind(4, KeptAnswer.encode(answer.headers))
+                try insert.bind(5, answer.body)
+                try insert.bind(6, answer.at.timeIntervalSince1970)
+                try insert.run()
+            }
+        }
+    }
+
+    public func keptAnswer(for key: String) throws(StoreError) -> KeptAnswer? {
+        try connection.withLock { connection throws(StoreError) -> KeptAnswer? in
+            let select = try connection.statement("SELECT fingerprint, status, headers, body, at FROM answers WHERE key = ?")
+            defer { select.reset() }
+            try select.bind(1, key)
+            guard try select.step() else { return nil }
+            return KeptAnswer(key: key, fingerprint: select.text(0) ?? "", status: Int(select.int(1)),
+                              headers: KeptAnswer.decode(select.text(2) ?? ""), body: select.blob(3),
+                              at: Date(timeIntervalSince1970: select.double(4)))
+        }
     }
 
     public func events(after id: UInt64) throws(StoreError) -> [StoredEvent] {
@@ -321,7 +352,7 @@ public final class SQLiteStore: Store {
 
 /// The schema, one step per version; a step never changes once released.
 enum Migrations {
-    static let all: [String] = [version1, version2]
+    static let all: [String] = [version1, version2, version3]
 
     static let version1 =
         """
@@ -380,6 +411,19 @@ enum Migrations {
             WHERE records.kind = 'auction';
         DELETE FROM records WHERE kind = 'auction';
         DELETE FROM events WHERE name = 'tick';
+        """
+
+    /// Answers kept for `Idempotency-Key` retries.
+    static let version3 = """
+        CREATE TABLE answers (
+            key TEXT PRIMARY KEY,
+            fingerprint TEXT NOT NULL,
+            status INTEGER NOT NULL,
+            headers TEXT NOT NULL,
+            body BLOB NOT NULL,
+            at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX answers_at ON answers (at);
         """
 
 }

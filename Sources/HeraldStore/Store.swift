@@ -33,6 +33,10 @@ public protocol Store: AnyObject, Sendable {
     func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64
     /// How many events the store holds.
     func eventCount() throws(StoreError) -> Int
+    /// Keeps the answer to a change made with an `Idempotency-Key`, in the change's batch.
+    func keep(_ answer: KeptAnswer) throws(StoreError)
+    /// The answer kept for `key`, if any (kept answers older than a day are pruned).
+    func keptAnswer(for key: String) throws(StoreError) -> KeptAnswer?
     /// The events after `id`, oldest first (what other Heralds committed, for a shared store).
     func events(after id: UInt64) throws(StoreError) -> [StoredEvent]
     /// Why the store cannot be written now, if it knows (readiness); nil when it can.

@@ -101,4 +101,20 @@ struct PostgresReplicaTests {
             }
         }
     }
+
+    /// A retry that goes to another replica (its first answer was lost) finds the answer kept with the
+    /// change in the database: one bid.
+    @Test func aRetryOnAnotherReplicaIsAnsweredAgainAndMadeOnce() throws {
+        let url = try TestPostgres.database()
+        let servers = try replicas(url, count: 2)
+        defer { for server in servers { server.herald.stop() } }
+        let auction = try servers[0].auction(countdown: 3600)
+        let body = #"{"bidder":"ann","amount":10}"#
+        let first = try servers[0].client().request("POST", "/auctions/\(auction)/bids", json: body, headers: [("Idempotency-Key", "retry-1")])
+        #expect(first.status == 201)
+        let again = try servers[1].client().request("POST", "/auctions/\(auction)/bids", json: body, headers: [("Idempotency-Key", "retry-1")])
+        #expect(again.status == 201 && again.text == first.text, "\(again.text)")
+        #expect(again.header("Idempotency-Replayed") == "true")
+        #expect(try TestPostgres.run("SELECT count(*) FROM herald_bids", on: url) == "1")
+    }
 }

@@ -9,9 +9,9 @@ struct CORS: Sendable {
     let router: Router
 
     /// Response headers a page's script may read.
-    static let exposed = "Location, Retry-After, ETag, X-Request-ID"
+    static let exposed = "Location, Retry-After, ETag, X-Request-ID, Idempotency-Replayed"
     /// Request headers allowed when the preflight names none (or names them in a form Herald will not echo).
-    static let defaultRequestHeaders = "Content-Type, Last-Event-ID, Authorization"
+    static let defaultRequestHeaders = "Content-Type, Last-Event-ID, Authorization, Idempotency-Key"
 
     init(origin: String, router: Router) {
         let list = origin.split(separator: ",").map { String($0.trimmingSpaces) }.filter { !$0.isEmpty }

@@ -246,7 +246,7 @@ public final class Herald: Sendable {
             }
             return known ? .exists : .unknown
         }
-        var routes = Routes(logger: logger, writer: journal.writer, access: access)
+        var routes = Routes(logger: logger, journal: journal, access: access)
         routes.addAuctions(auctions, events: events)
         routes.addCurrency(currency, events: events)
         routes.addTrips(trips, events: events)

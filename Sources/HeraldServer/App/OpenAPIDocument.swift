@@ -103,6 +103,8 @@ paths:
       tags: [auctions]
       operationId: createAuction
       summary: Opens an auction. Its countdown starts at the first bid.
+      parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
       requestBody:
         required: true
         content:
@@ -189,6 +191,8 @@ paths:
       description: |
         The first bid must be at least the starting price, every later one higher than the current
         price; otherwise 409 with the current `price` and `minimumBid`. A bid on a closed auction is 409.
+      parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
       requestBody:
         required: true
         content:
@@ -297,6 +301,8 @@ paths:
       tags: [currency]
       operationId: setCurrency
       summary: Sets the default currency. Setting the current one changes nothing and notifies nobody.
+      parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
       requestBody:
         required: true
         content:
@@ -382,6 +388,7 @@ paths:
       operationId: createTrip
       summary: Adds a trip. Without `actualDeparture` it departs on time.
       parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
         - $ref: "#/components/parameters/Locale"
       requestBody:
         required: true
@@ -439,6 +446,7 @@ paths:
       summary: Sets the actual departure; observers get a `trip` event naming the changed fields.
       parameters:
         - $ref: "#/components/parameters/Locale"
+        - $ref: "#/components/parameters/IdempotencyKey"
       requestBody:
         required: true
         content:
@@ -478,6 +486,7 @@ paths:
       operationId: delayTrip
       summary: Moves the actual departure by `deltaSeconds` (negative moves it earlier).
       parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
         - $ref: "#/components/parameters/Locale"
       requestBody:
         required: true
@@ -611,6 +620,8 @@ paths:
       tags: [units]
       operationId: putUnit
       summary: Creates or replaces a unit.
+      parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
       requestBody:
         required: true
         content:
@@ -650,6 +661,8 @@ paths:
       tags: [units]
       operationId: deleteUnit
       summary: Removes a unit; its observers get `removed`.
+      parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
       responses:
         "401": { $ref: "#/components/responses/Unauthorized" }
         "403": { $ref: "#/components/responses/Forbidden" }
@@ -665,6 +678,7 @@ paths:
         "421": { $ref: "#/components/responses/Misdirected" }
         "431": { $ref: "#/components/responses/HeadersTooLarge" }
         "501": { $ref: "#/components/responses/NotImplemented" }
+        "422": { $ref: "#/components/responses/Invalid" }
   /units/{id}/events:
     parameters:
       - $ref: "#/components/parameters/UnitId"
@@ -697,6 +711,8 @@ paths:
       tags: [notifications]
       operationId: postNotification
       summary: Posts a named notification to whoever observes the name.
+      parameters:
+        - $ref: "#/components/parameters/IdempotencyKey"
       requestBody:
         required: true
         content:
@@ -1053,6 +1069,16 @@ components:
       description: '`<next>; rel="next"` (RFC 8288) while more pages follow; absent on the last page.'
       schema: { type: string }
   parameters:
+    IdempotencyKey:
+      name: Idempotency-Key
+      in: header
+      description: |
+        A key the client makes for this change (1 to 255 visible ASCII characters; a UUID will do).
+        Sent again with the same request (its answer was lost, the connection broke; to any replica),
+        the change is not made again: the first answer comes back, with `Idempotency-Replayed: true`.
+        Answers of changes that were made (2xx) are kept for a day, with a token per subject; a
+        refused change keeps nothing. The same key with another method, path or body gets 422.
+      schema: { type: string, minLength: 1, maxLength: 255, pattern: "^[!-~]+$" }
     IfNoneMatch:
       name: If-None-Match
       in: header
@@ -1286,7 +1312,7 @@ components:
         application/problem+json:
           schema: { $ref: "#/components/schemas/Problem" }
     Invalid:
-      description: Values are invalid; `errors` names each field.
+      description: Values are invalid; `errors` names each field (`Idempotency-Key` when the key was used for another request).
       content:
         application/problem+json:
           schema:

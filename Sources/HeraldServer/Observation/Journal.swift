@@ -54,6 +54,10 @@ final class Journal: ChangeSink {
     /// A batch is queued only to catch up (`wake`); more wake-ups meanwhile add nothing.
     private let wakeQueued = Atomic<Bool>(false)
 
+    /// Answers kept for `Idempotency-Key` retries when there is no store: the newest 10,000.
+    private let keptInMemory = Mutex<(answers: [String: KeptAnswer], order: [String])>(([:], []))
+    static let keptInMemoryLimit = 10_000
+
     /// Memory holds changes the store lost and could not be reloaded (the store could not be read):
     /// no change runs until it is.
     private let stale = Atomic<Bool>(false)
@@ -113,6 +117,39 @@ final class Journal: ChangeSink {
     /// committed (its changes ran, so memory moved; the store has none of them).
     func onLostBatch(_ run: @escaping @Sendable () -> Bool) {
         reload.withLock { $0 = Reload(run: run) }
+    }
+
+    /// The answer kept for an idempotency key, on the writer (a shared store's batch has caught up,
+    /// so a retry sent to another replica finds it).
+    func keptAnswer(for key: String) throws(DomainError) -> KeptAnswer? {
+        guard let store else { return keptInMemory.withLock { $0.answers[key] } }
+        do throws(StoreError) {
+            return try store.keptAnswer(for: key)
+        } catch {
+            throw Self.refusal(for: error, topic: "an idempotency key")
+        }
+    }
+
+    /// Keeps the answer to a change in the change's batch, so that both commit or neither. If it
+    /// cannot be kept, the change still stands (it is in the batch): only the protection of a retry
+    /// is lost, and the log says so.
+    func keep(_ answer: KeptAnswer) {
+        guard let store else {
+            keptInMemory.withLock { kept in
+                if kept.answers.updateValue(answer, forKey: answer.key) == nil { kept.order.append(answer.key) }
+                if kept.order.count > Self.keptInMemoryLimit {
+                    let dropped = kept.order.count - Self.keptInMemoryLimit
+                    for key in kept.order.prefix(dropped) { kept.answers[key] = nil }
+                    kept.order.removeFirst(dropped)
+                }
+            }
+            return
+        }
+        do throws(StoreError) {
+            try store.keep(answer)
+        } catch {
+            logger.warning("the answer for an Idempotency-Key could not be kept", metadata: ["store.error": "\(error)"])
+        }
     }
 
     /// Sets what brings memory up to date with a shared store before a batch.

@@ -12,12 +12,12 @@ struct Routes {
 
     private(set) var router: Router
     private let logger: Logger
-    private let writer: Writer
+    private let journal: Journal
     let access: Access
 
-    init(logger: Logger, writer: Writer, access: Access) {
+    init(logger: Logger, journal: Journal, access: Access) {
         self.logger = logger
-        self.writer = writer
+        self.journal = journal
         self.access = access
         router = Router { request, error in
             logger.error("unexpected error", metadata: ["http.request_id": "\(request.id)", "error": "\(error)"])
@@ -41,14 +41,28 @@ struct Routes {
     ///
     /// - Parameter topic: the topic the change publishes to, with the pattern's parameters (`units/{id}`):
     ///   a token must be allowed to publish there (see `Access`), before the body is read.
+    ///
+    /// With an `Idempotency-Key`, a change made before with the same key is not made again: its kept
+    /// answer is given (see `Idempotency`).
     mutating func write(_ method: String, _ pattern: String, topic: String,
                         _ handler: @escaping @Sendable (Request, Access.Caller) throws -> Change) {
-        let (writer, logger, access) = (writer, logger, access)
+        let (journal, logger, access) = (journal, logger, access)
         add(method, pattern) { request in
             let caller = try access.writer(request, topic: Self.topic(topic, of: request))
-            let change = try handler(request, caller)
+            let idempotency = try Idempotency(request, subject: caller.token?.subject)
+            let made = try handler(request, caller)
+            let change: Change = if let idempotency {
+                { () throws(DomainError) -> Response in
+                    if let kept = try journal.keptAnswer(for: idempotency.key) { return idempotency.replay(kept) }
+                    let response = try made()
+                    if let answer = idempotency.answer(response, at: journal.now) { journal.keep(answer) }
+                    return response
+                }
+            } else {
+                made
+            }
             return .later { answer in
-                writer.submit(change) { result in
+                journal.writer.submit(change) { result in
                     switch result {
                     case .success(let response): answer(response)
                     case .failure(let error): answer(Self.problem(error, request: request, logger: logger).response)
