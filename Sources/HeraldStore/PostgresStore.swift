@@ -108,12 +108,13 @@ public final class PostgresStore: Store {
                 state.batchWrote = false
             }
             do throws(StoreError) {
-                if state.batchWrote {
-                    state.seenRevision = try Self.advance(to: state.batchSequence, state.connection)
-                }
+                let revision = state.batchWrote ? try Self.advance(to: state.batchSequence, state.connection) : state.seenRevision
                 try state.connection.execute("COMMIT")
+                state.seenRevision = revision
             } catch {
                 if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
+                // A COMMIT whose answer was lost may have committed: the next batch reads what is there.
+                state.seenRevision = -1
                 throw error
             }
         }
@@ -176,9 +177,11 @@ public final class PostgresStore: Store {
             do throws(StoreError) {
                 if !state.inBatch { try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)]) }
                 try Self.write(event: event, records: records, auction: auction, bid: bid, connection)
-                if !state.inBatch { state.seenRevision = try Self.advance(to: event?.id, connection) }
+                let revision = state.inBatch ? state.seenRevision : try Self.advance(to: event?.id, connection)
                 try connection.execute(release)
+                state.seenRevision = revision
             } catch {
+                if !state.inBatch { state.seenRevision = -1 }
                 if connection.isConnected {
                     try? connection.execute(undo)
                     if state.inBatch { try? connection.execute("RELEASE SAVEPOINT change") }

@@ -181,7 +181,7 @@ final class Journal: ChangeSink {
         do throws(StoreError) {
             let start = try store.beginBatch()
             let last = sequence.withLock { $0 }
-            guard let start, start.behind else {
+            guard let start, start.behind || start.committed != last else {
                 batch.withLock { $0.sequenceBefore = last }
                 return nil
             }
