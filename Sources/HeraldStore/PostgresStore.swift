@@ -169,29 +169,40 @@ public final class PostgresStore: Store {
 
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?) throws(StoreError) {
         try use { state throws(StoreError) in
-            let connection = state.connection
-            let (open, release, undo) = state.inBatch
-                ? ("SAVEPOINT change", "RELEASE SAVEPOINT change", "ROLLBACK TO SAVEPOINT change")
-                : ("BEGIN", "COMMIT", "ROLLBACK")
-            try connection.execute(open)
-            do throws(StoreError) {
-                if !state.inBatch { try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)]) }
+            try Self.change(&state, event: event?.id) { connection throws(StoreError) in
                 try Self.write(event: event, records: records, auction: auction, bid: bid, connection)
-                let revision = state.inBatch ? state.seenRevision : try Self.advance(to: event?.id, connection)
-                try connection.execute(release)
-                state.seenRevision = revision
-            } catch {
-                if !state.inBatch { state.seenRevision = -1 }
-                if connection.isConnected {
-                    try? connection.execute(undo)
-                    if state.inBatch { try? connection.execute("RELEASE SAVEPOINT change") }
-                }
-                throw error
             }
-            if state.inBatch {
-                state.batchWrote = true
-                if let event { state.batchSequence = event.id }
+        }
+    }
+
+    /// Runs `body` as one change: a savepoint of the batch's transaction, or outside a batch a
+    /// transaction of its own that takes the write lock and moves the sequence and revision. If it
+    /// throws, what it wrote is undone.
+    private static func change(_ state: inout State, event: UInt64?,
+                               _ body: (PostgresConnection) throws(StoreError) -> Void) throws(StoreError) {
+        let connection = state.connection
+        let (open, release, undo) = state.inBatch
+            ? ("SAVEPOINT change", "RELEASE SAVEPOINT change", "ROLLBACK TO SAVEPOINT change")
+            : ("BEGIN", "COMMIT", "ROLLBACK")
+        try connection.execute(open)
+        do throws(StoreError) {
+            if !state.inBatch { try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)]) }
+            try body(connection)
+            let revision = state.inBatch ? state.seenRevision : try advance(to: event, connection)
+            try connection.execute(release)
+            state.seenRevision = revision
+        } catch {
+            // Outside a batch, a COMMIT whose answer was lost may have committed: read what is there next.
+            if !state.inBatch { state.seenRevision = -1 }
+            if connection.isConnected {
+                try? connection.execute(undo)
+                if state.inBatch { try? connection.execute("RELEASE SAVEPOINT change") }
             }
+            throw error
+        }
+        if state.inBatch {
+            state.batchWrote = true
+            if let event { state.batchSequence = event }
         }
     }
 
@@ -257,27 +268,14 @@ public final class PostgresStore: Store {
 
     public func keep(_ answer: KeptAnswer) throws(StoreError) {
         try use { state throws(StoreError) in
-            let connection = state.connection
-            let (open, release, undo) = state.inBatch
-                ? ("SAVEPOINT answer", "RELEASE SAVEPOINT answer", "ROLLBACK TO SAVEPOINT answer")
-                : ("BEGIN", "COMMIT", "ROLLBACK")
-            try connection.execute(open)
-            do throws(StoreError) {
+            try Self.change(&state, event: nil) { connection throws(StoreError) in
                 try connection.query("""
                     INSERT INTO herald_answers (key, fingerprint, status, headers, body, at) VALUES ($1, $2, $3, $4, $5, $6)
                     ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status,
                         headers = excluded.headers, body = excluded.body, at = excluded.at
                     """, [.text(answer.key), .text(answer.fingerprint), .int(Int64(answer.status)), .text(KeptAnswer.encode(answer.headers)),
                           .bytes(answer.body), .text(String(answer.at.timeIntervalSince1970))])
-                try connection.execute(release)
-            } catch {
-                if connection.isConnected {
-                    try? connection.execute(undo)
-                    if state.inBatch { try? connection.execute("RELEASE SAVEPOINT answer") }
-                }
-                throw error
             }
-            if state.inBatch { state.batchWrote = true }
         }
     }
 

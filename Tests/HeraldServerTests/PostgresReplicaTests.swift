@@ -45,6 +45,21 @@ struct PostgresReplicaTests {
         }
     }
 
+    /// A bid sent to a replica right after another one created the auction is taken: whether the
+    /// auction exists is decided on the writer, after catching up, not by what the replica last heard.
+    @Test func aChangeRightAfterAnotherReplicasCreationIsTaken() throws {
+        let url = try TestPostgres.database()
+        let servers = try replicas(url, count: 2)
+        defer { for server in servers { server.herald.stop() } }
+        for round in 1...20 {
+            let auction = try servers[0].auction(countdown: 3600)
+            let bid = try servers[1].client().post("/auctions/\(auction)/bids", #"{"bidder":"ann","amount":\#(round)}"#)
+            #expect(bid.status == 201, "round \(round): \(bid.text)")
+        }
+        #expect(try servers[1].client().post("/auctions/999/bids", #"{"bidder":"ann","amount":1}"#).status == 404,
+                "an auction no replica has is still 404")
+    }
+
     /// A client that loses its replica resumes on another with `Last-Event-ID` and gets exactly what
     /// it missed: the ids are the database's, the same everywhere.
     @Test func aClientResumesOnAnotherReplicaWithExactlyWhatItMissed() throws {

@@ -42,9 +42,10 @@ extension Routes {
             }
             return .json(try auctions.bid(number, on: id).json)
         }
+        let replicated = replicated
         write("POST", "/auctions/{id}/bids", topic: "auctions/{id}") { request, caller in
             let id = request.parameter("id")
-            guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
+            guard replicated || auctions.exists(id) else { throw DomainError.notFound("auction", id) }
             let bid = try NewBid(json: try request.json(), as: caller)
             return { () throws(DomainError) in
                 let result = try auctions.bid(on: id, bid)

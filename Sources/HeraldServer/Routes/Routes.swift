@@ -14,6 +14,9 @@ struct Routes {
     private let logger: Logger
     private let journal: Journal
     let access: Access
+    /// Other replicas write the store too: a change may name what this one has not caught up with
+    /// yet, so whether it exists is decided on the writer (after catching up), not before.
+    var replicated: Bool { journal.store?.isShared ?? false }
 
     init(logger: Logger, journal: Journal, access: Access) {
         self.logger = logger
