@@ -10,6 +10,8 @@ WORKDIR /src
 COPY Package.swift ./
 RUN swift package resolve
 COPY Sources ./Sources
+# Sources/HeraldServer/Resources/openapi.yaml links to this one; the build embeds it.
+COPY openapi.yaml ./
 COPY Tests ./Tests
 RUN swift build -c release --product herald --static-swift-stdlib \
  && install -D .build/release/herald /out/herald && strip /out/herald

@@ -2,8 +2,9 @@
 import PackageDescription
 
 let package = Package(
+    // Linux only (epoll, eventfd, malloc_trim, Glibc), which SwiftPM's `platforms` cannot say: it lists
+    // Apple's platforms alone. CLinux.h stops a build anywhere else with a message.
     name: "Herald",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
         .executable(name: "herald-bench", targets: ["herald-bench"]),
@@ -12,6 +13,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -40,7 +42,10 @@ let package = Package(
         .target(name: "HeraldAuth", dependencies: [.product(name: "JWTKit", package: "jwt-kit")]),
         .target(
             name: "HeraldHTTP",
-            dependencies: ["CMicroHTTPD", "CLinux", "HeraldJSON", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CMicroHTTPD", "CLinux", "HeraldJSON",
+                .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "HeraldServer",
@@ -48,12 +53,22 @@ let package = Package(
                 "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore", "HeraldAuth", "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            // Compiled into the binary at build time (`PackageResources`), so Herald needs no files beside
+            // it. `Resources/openapi.yaml` links to the top-level `openapi.yaml`.
+            resources: [
+                .embedInCode("Resources/openapi.yaml"),
+                .embedInCode("Resources/Web/index.html"),
+                .embedInCode("Resources/Web/app.js"),
+                .embedInCode("Resources/Web/app.css"),
+                .embedInCode("Resources/Web/favicon.svg"),
             ]
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldServer", "HeraldStore", "HeraldAuth",
+                "HeraldServer", "HeraldAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -64,16 +79,19 @@ let package = Package(
             name: "herald-bench",
             dependencies: ["CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "CPostgres"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "CPostgres", "CLinux"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON"]),
         .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldTestSupport"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
+        .testTarget(
+            name: "HeraldHTTPTests",
+            dependencies: ["HeraldHTTP", "HeraldTestSupport", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
         .testTarget(
             name: "HeraldServerTests",
             dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "HeraldAuth", "CSQLite", "herald", "herald-bench",
-                           .product(name: "JWTKit", package: "jwt-kit")]
+                           .product(name: "JWTKit", package: "jwt-kit"), .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
     ]
 )

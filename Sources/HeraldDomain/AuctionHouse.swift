@@ -32,18 +32,43 @@ public final class AuctionHouse: Sendable {
     /// deadline passed while Herald was down closes now, publishing `closed` once.
     public func restore(_ auctions: [Auction]) throws(DomainError) {
         try state.withLock { state throws(DomainError) in
-            let now = clock.now
             replace(&state, with: auctions)
-            for id in state.order {
-                guard var entry = state.entries[id], entry.auction.status == .open, entry.auction.countdown.isRunning else { continue }
-                let action = entry.auction.countdown.resume(at: now)
-                if action == .expire {
-                    try close(&entry, at: now)
-                } else {
-                    entry.timer = schedule(action, for: id)
+            try resumeCountdowns(of: state.order, in: &state)
+        }
+    }
+
+    /// Takes in auctions another Herald changed (a replica catching up): each replaces the one of its
+    /// id, or is added; the others stay as they are. Their countdowns go on as after `restore`.
+    public func merge(_ auctions: [Auction]) throws(DomainError) {
+        try state.withLock { state throws(DomainError) in
+            for auction in auctions {
+                state.entries[auction.id]?.timer?.cancel()
+                if state.entries[auction.id] == nil {
+                    let key = { (id: String) in (Int(id) ?? 0, id) }
+                    let position = state.order.firstIndex { key($0) > key(auction.id) } ?? state.order.endIndex
+                    state.order.insert(auction.id, at: position)
                 }
-                state.entries[id] = entry
+                state.entries[auction.id] = Entry(auction: auction)
+                state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
             }
+            sink.seed(auctions.map { .auction($0) })
+            try resumeCountdowns(of: auctions.map(\.id), in: &state)
+        }
+    }
+
+    /// Restored or merged auctions: each running countdown goes on with the time really left, and
+    /// one whose deadline has passed closes now, publishing `closed` once.
+    private func resumeCountdowns(of ids: [String], in state: inout State) throws(DomainError) {
+        let now = clock.now
+        for id in ids {
+            guard var entry = state.entries[id], entry.auction.status == .open, entry.auction.countdown.isRunning else { continue }
+            let action = entry.auction.countdown.resume(at: now)
+            if action == .expire {
+                try close(&entry, at: now)
+            } else {
+                entry.timer = schedule(action, for: id)
+            }
+            state.entries[id] = entry
         }
     }
 

@@ -19,6 +19,10 @@ public enum Timestamp {
 
     /// Parses an RFC 3339 date-time (`2015-10-09T13:09:53Z`, `…53.25+02:00`), strictly: every field in
     /// range, no rolling over of a minute 99 into the next hour.
+    ///
+    /// Hand-written, kept: on Linux with Swift 6.3, Foundation's `Date.ISO8601FormatStyle` reads
+    /// `13:99:53` as `14:39:53` and February 30 as March 2, `ISO8601DateFormatter` also takes February 30
+    /// and needs a second formatter for fractions, and neither takes RFC 3339's `t` or space separator.
     public static func parse(_ text: String) -> Date? {
         let c = Array(text.utf8)
         func number(_ start: Int, _ length: Int) -> Int? {

@@ -28,6 +28,17 @@ public final class TripBoard: Sendable {
         }
     }
 
+    /// Takes in trips another Herald added or changed (a replica catching up); the others stay.
+    public func merge(_ trips: [Trip]) {
+        state.withLock { state in
+            for trip in trips {
+                state.trips[trip.id] = trip
+                state.nextId = max(state.nextId, (Int(trip.id) ?? 0) + 1)
+            }
+            sink.seed(trips.map { .trip($0) })
+        }
+    }
+
     public func create(_ request: NewTrip) throws(DomainError) -> Trip {
         // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
         let id = String(state.withLock { $0.nextId })

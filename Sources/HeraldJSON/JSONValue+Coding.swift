@@ -11,6 +11,10 @@ extension JSONValue {
     public var serialized: String { String(decoding: bytes, as: UTF8.self) }
 
     /// Compact JSON as UTF-8 bytes.
+    ///
+    /// Hand-written, kept: members come out in the order Herald wrote them (an event's `topic` first),
+    /// which `JSONSerialization` does not keep, with no Foundation object per value; every response and
+    /// event is written here, and the profile (BENCHMARKS.md) has it encoded once per state.
     public var bytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
@@ -116,9 +120,4 @@ extension JSONValue {
         }
         out.append(UInt8(ascii: "\""))
     }
-}
-
-/// Why a body could not be parsed as JSON.
-public struct JSONParseError: Error, Sendable, Equatable {
-    public let reason: String
 }

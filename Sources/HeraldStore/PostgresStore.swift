@@ -50,6 +50,9 @@ public final class PostgresStore: Store {
         /// The database's revision (one more for every batch of any replica that wrote something) as
         /// this store last read or wrote it.
         var seenRevision: Int64 = -1
+        /// In a batch that began behind: the revision seen before it, from which the changes it missed
+        /// can be read; -1 when unknown.
+        var missedSince: Int64 = -1
     }
 
     /// Connects and migrates the database to the current schema. Refuses a database migrated by a
@@ -87,6 +90,7 @@ public final class PostgresStore: Store {
                 let committed = UInt64(row?[0] ?? "") ?? 0
                 let revision = Int64(row?[1] ?? "") ?? 0
                 let behind = revision != state.seenRevision
+                state.missedSince = behind ? state.seenRevision : -1
                 state.seenRevision = revision
                 state.inBatch = true
                 state.batchSequence = nil
@@ -140,26 +144,8 @@ public final class PostgresStore: Store {
             stored.lastSequence = UInt64(row?[0] ?? "") ?? 0
             // What follows may already be newer: then the next batch catches up once more, harmlessly.
             state.seenRevision = Int64(row?[1] ?? "") ?? -1
-            for row in try connection.query("SELECT kind, id, document FROM herald_records ORDER BY kind, id").rows {
-                stored.records[row[0] ?? "", default: []].append((row[1] ?? "", PostgresConnection.bytes(row[2])))
-            }
-            var index: [String: Int] = [:]
-            for row in try connection.query("""
-                SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at
-                FROM herald_auctions ORDER BY length(id), id
-                """).rows {
-                let id = row[0] ?? ""
-                index[id] = stored.auctions.count
-                stored.auctions.append(StoredAuction(
-                    id: id, item: row[1] ?? "", startingPrice: Int64(row[2] ?? "") ?? 0, createdAt: row[3] ?? "",
-                    status: row[4] ?? "", countdownSeconds: Int(row[5] ?? "") ?? 0, deadline: row[6], winner: row[7],
-                    closedAt: row[8]))
-            }
-            for row in try connection.query("SELECT auction_id, number, bidder, amount, at FROM herald_bids ORDER BY auction_id, number").rows {
-                guard let position = index[row[0] ?? ""] else { continue }
-                stored.auctions[position].bids.append(StoredBid(number: Int(row[1] ?? "") ?? 0, bidder: row[2] ?? "",
-                                                                amount: Int64(row[3] ?? "") ?? 0, at: row[4] ?? ""))
-            }
+            stored.records = try Self.records(changedAfter: nil, connection)
+            stored.auctions = try Self.auctions(changedAfter: nil, connection)
             let events = try connection.query("SELECT id, topic, name, data, tags, at FROM herald_events ORDER BY id DESC LIMIT $1",
                                               [.int(Int64(max(eventLimit, 0)))])
             stored.events = events.rows.reversed().map(Self.event)
@@ -167,27 +153,86 @@ public final class PostgresStore: Store {
         }
     }
 
+    public func missedChanges() throws(StoreError) -> StoredChanges? {
+        try use { state throws(StoreError) -> StoredChanges? in
+            guard state.inBatch, state.missedSince >= 0 else { return nil }
+            let connection = state.connection
+            let since = PostgresConnection.Parameter.int(state.missedSince)
+            var changes = StoredChanges()
+            changes.changed.records = try Self.records(changedAfter: state.missedSince, connection)
+            changes.removed = try connection.query("SELECT kind, id FROM herald_removals WHERE revision > $1 ORDER BY kind, id",
+                                                   [since]).rows.map { ($0[0] ?? "", $0[1] ?? "") }
+            changes.changed.auctions = try Self.auctions(changedAfter: state.missedSince, connection)
+            return changes
+        }
+    }
+
+    /// Records by kind, each in id order: every one, or those changed after a revision.
+    private static func records(changedAfter revision: Int64?,
+                                _ connection: PostgresConnection) throws(StoreError) -> [String: [(id: String, document: [UInt8])]] {
+        let filter = revision == nil ? "" : "WHERE revision > $1"
+        var records: [String: [(id: String, document: [UInt8])]] = [:]
+        for row in try connection.query("SELECT kind, id, document FROM herald_records \(filter) ORDER BY kind, id",
+                                        revision.map { [.int($0)] } ?? []).rows {
+            records[row[0] ?? "", default: []].append((row[1] ?? "", PostgresConnection.bytes(row[2])))
+        }
+        return records
+    }
+
+    /// Auctions with their bids, in id order: every one, or those changed after a revision.
+    private static func auctions(changedAfter revision: Int64?, _ connection: PostgresConnection) throws(StoreError) -> [StoredAuction] {
+        let filter = revision == nil ? "" : "WHERE revision > $1"
+        let parameters: [PostgresConnection.Parameter] = revision.map { [.int($0)] } ?? []
+        var auctions: [StoredAuction] = []
+        var index: [String: Int] = [:]
+        for row in try connection.query("""
+            SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at
+            FROM herald_auctions \(filter) ORDER BY length(id), id
+            """, parameters).rows {
+            let id = row[0] ?? ""
+            index[id] = auctions.count
+            auctions.append(StoredAuction(
+                id: id, item: row[1] ?? "", startingPrice: Int64(row[2] ?? "") ?? 0, createdAt: row[3] ?? "",
+                status: row[4] ?? "", countdownSeconds: Int(row[5] ?? "") ?? 0, deadline: row[6], winner: row[7],
+                closedAt: row[8]))
+        }
+        let bidFilter = revision == nil ? "" : "WHERE auction_id IN (SELECT id FROM herald_auctions WHERE revision > $1)"
+        for row in try connection.query("""
+            SELECT auction_id, number, bidder, amount, at FROM herald_bids \(bidFilter) ORDER BY auction_id, number
+            """, parameters).rows {
+            guard let position = index[row[0] ?? ""] else { continue }
+            auctions[position].bids.append(StoredBid(number: Int(row[1] ?? "") ?? 0, bidder: row[2] ?? "",
+                                                     amount: Int64(row[3] ?? "") ?? 0, at: row[4] ?? ""))
+        }
+        return auctions
+    }
+
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?) throws(StoreError) {
         try use { state throws(StoreError) in
-            try Self.change(&state, event: event?.id) { connection throws(StoreError) in
-                try Self.write(event: event, records: records, auction: auction, bid: bid, connection)
+            try Self.change(&state, event: event?.id) { connection, revision throws(StoreError) in
+                try Self.write(event: event, records: records, auction: auction, bid: bid, revision: revision, connection)
             }
         }
     }
 
     /// Runs `body` as one change: a savepoint of the batch's transaction, or outside a batch a
     /// transaction of its own that takes the write lock and moves the sequence and revision. If it
-    /// throws, what it wrote is undone.
+    /// throws, what it wrote is undone. `body` gets the revision its transaction commits, which the
+    /// rows it writes carry (the write lock is held, so no other replica takes it meanwhile).
     private static func change(_ state: inout State, event: UInt64?,
-                               _ body: (PostgresConnection) throws(StoreError) -> Void) throws(StoreError) {
+                               _ body: (PostgresConnection, Int64) throws(StoreError) -> Void) throws(StoreError) {
         let connection = state.connection
         let (open, release, undo) = state.inBatch
             ? ("SAVEPOINT change", "RELEASE SAVEPOINT change", "ROLLBACK TO SAVEPOINT change")
             : ("BEGIN", "COMMIT", "ROLLBACK")
         try connection.execute(open)
         do throws(StoreError) {
-            if !state.inBatch { try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)]) }
-            try body(connection)
+            var committing = state.seenRevision + 1
+            if !state.inBatch {
+                try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
+                committing = (Int64(try connection.text("SELECT revision FROM herald_sequence") ?? "") ?? 0) + 1
+            }
+            try body(connection, committing)
             let revision = state.inBatch ? state.seenRevision : try advance(to: event, connection)
             try connection.execute(release)
             state.seenRevision = revision
@@ -207,7 +252,7 @@ public final class PostgresStore: Store {
     }
 
     private static func write(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?,
-                              _ connection: PostgresConnection) throws(StoreError) {
+                              revision: Int64, _ connection: PostgresConnection) throws(StoreError) {
         if let event {
             try connection.query("INSERT INTO herald_events (id, topic, name, data, tags, at) VALUES ($1, $2, $3, $4, $5, $6)", [
                 .int(Int64(event.id)), .text(event.topic), .text(event.name), .bytes(event.data),
@@ -216,13 +261,15 @@ public final class PostgresStore: Store {
         }
         if let auction {
             try connection.query("""
-                INSERT INTO herald_auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                INSERT INTO herald_auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at,
+                    revision)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, deadline = excluded.deadline,
-                    winner = excluded.winner, closed_at = excluded.closed_at
+                    winner = excluded.winner, closed_at = excluded.closed_at, revision = excluded.revision
                 """, [
                     .text(auction.id), .text(auction.item), .int(auction.startingPrice), .text(auction.createdAt), .text(auction.status),
                     .int(Int64(auction.countdownSeconds)), .optional(auction.deadline), .optional(auction.winner), .optional(auction.closedAt),
+                    .int(revision),
                 ])
             if let bid {
                 try connection.query("INSERT INTO herald_bids (auction_id, number, bidder, amount, at) VALUES ($1, $2, $3, $4, $5)",
@@ -231,12 +278,18 @@ public final class PostgresStore: Store {
         }
         for record in records {
             if let document = record.document {
+                // A removal row of the same record may stay: catching up applies removals first.
                 try connection.query("""
-                    INSERT INTO herald_records (kind, id, document) VALUES ($1, $2, $3)
-                    ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document
-                    """, [.text(record.kind), .text(record.id), .bytes(document)])
+                    INSERT INTO herald_records (kind, id, document, revision) VALUES ($1, $2, $3, $4)
+                    ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document, revision = excluded.revision
+                    """, [.text(record.kind), .text(record.id), .bytes(document), .int(revision)])
             } else {
-                try connection.query("DELETE FROM herald_records WHERE kind = $1 AND id = $2", [.text(record.kind), .text(record.id)])
+                // The removal is kept with its revision, so that replicas catching up remove it too.
+                try connection.query("""
+                    WITH gone AS (DELETE FROM herald_records WHERE kind = $1 AND id = $2)
+                    INSERT INTO herald_removals (kind, id, revision) VALUES ($1, $2, $3)
+                    ON CONFLICT (kind, id) DO UPDATE SET revision = excluded.revision
+                    """, [.text(record.kind), .text(record.id), .int(revision)])
             }
         }
     }
@@ -268,7 +321,7 @@ public final class PostgresStore: Store {
 
     public func keep(_ answer: KeptAnswer) throws(StoreError) {
         try use { state throws(StoreError) in
-            try Self.change(&state, event: nil) { connection throws(StoreError) in
+            try Self.change(&state, event: nil) { connection, _ throws(StoreError) in
                 try connection.query("""
                     INSERT INTO herald_answers (key, fingerprint, status, headers, body, at) VALUES ($1, $2, $3, $4, $5, $6)
                     ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status,
@@ -319,153 +372,4 @@ public final class PostgresStore: Store {
         let size = lastSize.load(ordering: .relaxed)
         return size >= 0 ? size : nil
     }
-}
-
-/// A flag shared by reference between threads.
-final class SharedFlag: Sendable {
-    private let value: Atomic<Bool>
-
-    init(_ initial: Bool) { value = Atomic(initial) }
-
-    var isSet: Bool { value.load(ordering: .relaxed) }
-    func set(_ new: Bool) { value.store(new, ordering: .relaxed) }
-    /// Sets it; returns whether it was set before.
-    func raise() -> Bool { value.exchange(true, ordering: .relaxed) }
-}
-
-/// The thread that listens for commits (`PostgresStore.listen`).
-public final class PostgresListener: Sendable {
-    private let stopped = SharedFlag(false)
-    private let ended = DispatchSemaphore(value: 0)
-
-    fileprivate init(url: String, channel: String, listening: SharedFlag, heard: @escaping @Sendable () -> Void) {
-        let thread = Thread { [stopped, ended] in
-            var connection: PostgresConnection?
-            while !stopped.isSet {
-                guard let open = connection else {
-                    do {
-                        let made = try PostgresConnection(url)
-                        try made.execute("LISTEN \(channel)")
-                        connection = made
-                        listening.set(true)
-                        heard()
-                    } catch {
-                        listening.set(false)
-                        Thread.sleep(forTimeInterval: 0.5)
-                    }
-                    continue
-                }
-                do {
-                    if try !open.notifications(waiting: 250).isEmpty { heard() }
-                } catch {
-                    connection = nil
-                    listening.set(false)
-                }
-            }
-            ended.signal()
-        }
-        thread.name = "herald-listen"
-        thread.start()
-    }
-
-    deinit { stop() }
-
-    /// Stops listening and waits for the thread to end.
-    public func stop() {
-        guard !stopped.raise() else { return }
-        ended.wait()
-    }
-}
-
-/// PostgreSQL's schema, one named step at a time. A step never changes once released; the database
-/// keeps the names of those it ran (`herald_migrations`), so a step is found by name, not position.
-enum PostgresMigrations {
-    static let all: [(name: String, sql: String)] = [("0001-events-records-auctions", initial), ("0002-kept-answers", answers)]
-
-    /// The key of the transaction lock two Heralds starting at once migrate under ("MIGR").
-    static let lockKey: Int64 = 0x4D49_4752
-
-    /// Runs the steps the database has not run, in one transaction. Refuses a database that ran a
-    /// step this Herald does not know (a newer Herald migrated it).
-    static func migrate(_ connection: PostgresConnection) throws(StoreError) {
-        try connection.execute("BEGIN")
-        do throws(StoreError) {
-            try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
-            try connection.execute("""
-                CREATE TABLE IF NOT EXISTS herald_migrations (
-                    name text PRIMARY KEY,
-                    applied_at timestamptz NOT NULL DEFAULT now()
-                )
-                """)
-            let applied = Set(try connection.query("SELECT name FROM herald_migrations").rows.compactMap { $0.first ?? nil })
-            let unknown = applied.subtracting(all.map(\.name)).sorted()
-            guard unknown.isEmpty else {
-                throw StoreError("the database \(connection.location) was migrated by a newer Herald (\(unknown.joined(separator: ", ")))",
-                                 kind: .other)
-            }
-            for step in all where !applied.contains(step.name) {
-                try connection.execute(step.sql)
-                try connection.query("INSERT INTO herald_migrations (name) VALUES ($1)", [.text(step.name)])
-            }
-            try connection.execute("COMMIT")
-        } catch {
-            if connection.isConnected { try? connection.execute("ROLLBACK") }
-            throw error
-        }
-    }
-
-    static let answers = """
-        CREATE TABLE herald_answers (
-            key text PRIMARY KEY,
-            fingerprint text NOT NULL,
-            status integer NOT NULL,
-            headers text NOT NULL,
-            body bytea NOT NULL,
-            at double precision NOT NULL
-        );
-        CREATE INDEX herald_answers_at ON herald_answers (at);
-        """
-
-    static let initial = """
-        CREATE TABLE herald_sequence (
-            single boolean PRIMARY KEY DEFAULT true CHECK (single),
-            value bigint NOT NULL,
-            revision bigint NOT NULL
-        );
-        INSERT INTO herald_sequence (value, revision) VALUES (0, 0);
-        CREATE TABLE herald_events (
-            id bigint PRIMARY KEY,
-            topic text NOT NULL,
-            name text NOT NULL,
-            data bytea NOT NULL,
-            tags text NOT NULL,
-            at double precision NOT NULL
-        );
-        CREATE INDEX herald_events_at ON herald_events (at);
-        CREATE TABLE herald_records (
-            kind text NOT NULL,
-            id text NOT NULL,
-            document bytea NOT NULL,
-            PRIMARY KEY (kind, id)
-        );
-        CREATE TABLE herald_auctions (
-            id text PRIMARY KEY,
-            item text NOT NULL,
-            starting_price bigint NOT NULL,
-            created_at text NOT NULL,
-            status text NOT NULL,
-            countdown_seconds integer NOT NULL,
-            deadline text,
-            winner text,
-            closed_at text
-        );
-        CREATE TABLE herald_bids (
-            auction_id text NOT NULL,
-            number integer NOT NULL,
-            bidder text NOT NULL,
-            amount bigint NOT NULL,
-            at text NOT NULL,
-            PRIMARY KEY (auction_id, number)
-        );
-        """
 }

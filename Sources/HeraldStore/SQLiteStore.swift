@@ -6,8 +6,6 @@ import Synchronization
 /// Herald's embedded store: one SQLite file in WAL mode holding the domain's records and the event
 /// log with its sequence. Each mutation is one transaction: its records and its event commit together.
 public final class SQLiteStore: Store {
-    /// The schema this build writes. A database with a higher `user_version` is refused.
-    public static let schemaVersion = Migrations.all.count
     public static let fileName = "herald.sqlite3"
 
     public let path: String
@@ -124,17 +122,13 @@ public final class SQLiteStore: Store {
     }
 
     private static func prepare(_ connection: Connection, path: String) throws(StoreError) {
-        let version: Int
         do {
             // Short: every change waits behind the writer's current one, so a lock held by another
             // process must cost a quick 503, not seconds of every writer's time.
             try connection.execute("PRAGMA busy_timeout = 200")
-            version = Int(try connection.text("PRAGMA user_version") ?? "0") ?? 0
+            _ = try connection.text("PRAGMA user_version")
         } catch {
             throw StoreError("\(path) is not a Herald database (\(error.description))")
-        }
-        guard version <= schemaVersion else {
-            throw StoreError("\(path) has schema version \(version), from a newer Herald; this one knows up to \(schemaVersion)")
         }
         guard try connection.text("PRAGMA quick_check") == "ok" else {
             throw StoreError("\(path) is corrupt (PRAGMA quick_check failed): restore it from a backup")
@@ -144,12 +138,7 @@ public final class SQLiteStore: Store {
         }
         // NORMAL whatever `synchronous` is: with `.full` the writer syncs the log once per batch (`syncLog`).
         try connection.execute("PRAGMA synchronous = NORMAL")
-        for (index, migration) in Migrations.all.enumerated() where index >= version {
-            try connection.transaction { () throws(StoreError) in
-                try connection.execute(migration)
-                try connection.execute("PRAGMA user_version = \(index + 1)")
-            }
-        }
+        try SQLiteMigrations.migrate(connection, path: path)
     }
 
     /// Everything needed at start: the sequence, the newest `eventLimit` events and every record.
@@ -348,82 +337,4 @@ public final class SQLiteStore: Store {
         }
         return text.split(separator: "\n").map(String.init)
     }
-}
-
-/// The schema, one step per version; a step never changes once released.
-enum Migrations {
-    static let all: [String] = [version1, version2, version3]
-
-    static let version1 =
-        """
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-        INSERT INTO meta (key, value) VALUES ('sequence', 0);
-        CREATE TABLE events (
-            id INTEGER PRIMARY KEY,
-            topic TEXT NOT NULL,
-            name TEXT NOT NULL,
-            data BLOB NOT NULL,
-            tags TEXT NOT NULL,
-            at REAL NOT NULL
-        );
-        CREATE INDEX events_at ON events (at);
-        CREATE TABLE records (
-            kind TEXT NOT NULL,
-            id TEXT NOT NULL,
-            document BLOB NOT NULL,
-            PRIMARY KEY (kind, id)
-        ) WITHOUT ROWID;
-        """
-
-    /// Auctions get a row of their own and their bids a table: a bid appends one row instead of
-    /// rewriting the auction with all its bids. Countdown ticks are no longer stored: the ones
-    /// schema 1 kept are deleted (replay skips the gaps they leave).
-    static let version2 = """
-        CREATE TABLE auctions (
-            id TEXT PRIMARY KEY,
-            item TEXT NOT NULL,
-            starting_price INTEGER NOT NULL,
-            created_at TEXT NOT NULL,
-            status TEXT NOT NULL,
-            countdown_seconds INTEGER NOT NULL,
-            deadline TEXT,
-            winner TEXT,
-            closed_at TEXT
-        ) WITHOUT ROWID;
-        CREATE TABLE bids (
-            auction_id TEXT NOT NULL,
-            number INTEGER NOT NULL,
-            bidder TEXT NOT NULL,
-            amount INTEGER NOT NULL,
-            at TEXT NOT NULL,
-            PRIMARY KEY (auction_id, number)
-        ) WITHOUT ROWID;
-        INSERT INTO auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at)
-            SELECT id, json_extract(CAST(document AS TEXT), '$.item'), json_extract(CAST(document AS TEXT), '$.startingPrice'),
-                json_extract(CAST(document AS TEXT), '$.createdAt'), json_extract(CAST(document AS TEXT), '$.status'),
-                json_extract(CAST(document AS TEXT), '$.countdownSeconds'), json_extract(CAST(document AS TEXT), '$.deadline'),
-                json_extract(CAST(document AS TEXT), '$.winner'), json_extract(CAST(document AS TEXT), '$.closedAt')
-            FROM records WHERE kind = 'auction';
-        INSERT INTO bids (auction_id, number, bidder, amount, at)
-            SELECT records.id, CAST(json_extract(bid.value, '$.id') AS INTEGER), json_extract(bid.value, '$.bidder'),
-                json_extract(bid.value, '$.amount'), json_extract(bid.value, '$.at')
-            FROM records, json_each(CAST(records.document AS TEXT), '$.bids') AS bid
-            WHERE records.kind = 'auction';
-        DELETE FROM records WHERE kind = 'auction';
-        DELETE FROM events WHERE name = 'tick';
-        """
-
-    /// Answers kept for `Idempotency-Key` retries.
-    static let version3 = """
-        CREATE TABLE answers (
-            key TEXT PRIMARY KEY,
-            fingerprint TEXT NOT NULL,
-            status INTEGER NOT NULL,
-            headers TEXT NOT NULL,
-            body BLOB NOT NULL,
-            at REAL NOT NULL
-        ) WITHOUT ROWID;
-        CREATE INDEX answers_at ON answers (at);
-        """
-
 }

@@ -39,10 +39,19 @@ public protocol Store: AnyObject, Sendable {
     func keptAnswer(for key: String) throws(StoreError) -> KeptAnswer?
     /// The events after `id`, oldest first (what other Heralds committed, for a shared store).
     func events(after id: UInt64) throws(StoreError) -> [StoredEvent]
+    /// In a batch of a shared store that began behind: the records, removals and auctions other
+    /// Heralds changed since this one last looked. Nil when it cannot tell (then `load` reads all).
+    /// A record may be both removed and changed (removed, then made again): apply removals first.
+    func missedChanges() throws(StoreError) -> StoredChanges?
     /// Why the store cannot be written now, if it knows (readiness); nil when it can.
     func unwritableReason() -> String?
     /// The bytes the store takes, if it knows (metrics).
     func sizeBytes() -> Int64?
+}
+
+extension Store {
+    /// Only a shared store has other Heralds' changes to tell.
+    public func missedChanges() throws(StoreError) -> StoredChanges? { nil }
 }
 
 /// What a batch of a shared store finds when it begins.

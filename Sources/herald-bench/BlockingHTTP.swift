@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 
 /// A minimal blocking HTTP/1.1 client over one keep-alive connection, for the bench's own requests.
@@ -81,20 +82,8 @@ final class BlockingHTTP {
     }
 
     private func connectSocket() throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            close(fd)
-            throw BenchError("cannot connect to \(host):\(port)")
-        }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let fd = clinux_connect_ipv4(host, UInt16(port), 0)
+        guard fd >= 0 else { throw BenchError("cannot connect to \(host):\(port): errno \(errno)") }
         return fd
     }
 }

@@ -65,6 +65,41 @@ import Testing
         #expect(again.events.isEmpty, "a closed auction is not closed twice")
     }
 
+    /// A replica catching up merges the auctions another changed: a new one joins in id order, a
+    /// bid taken elsewhere restarts the countdown here with one timer (never two), one whose deadline
+    /// passed closes once, and the auctions not named stay as they are.
+    @Test func mergingWhatAnotherReplicaChangedKeepsOneTimerPerAuction() throws {
+        let clock = ManualClock()
+        let elsewhere = RecordingSink()
+        let other = AuctionHouse(clock: clock, sink: elsewhere)
+        let (first, second) = (try other.create(NewAuction(item: "one", countdownSeconds: 10)).id,
+                               try other.create(NewAuction(item: "two", countdownSeconds: 5)).id)
+        _ = try other.bid(on: first, NewBid(bidder: "ann", amount: 1))
+        _ = try other.bid(on: second, NewBid(bidder: "bob", amount: 1))
+        defer { other.stop() }
+
+        let here = RecordingSink()
+        let house = AuctionHouse(clock: clock, sink: here)
+        try house.restore([])
+        _ = try house.create(NewAuction(item: "mine"))  // id 1 here too: replaced by the merge
+        try house.merge(auctions(elsewhere))
+        #expect(house.auctions(status: nil).map(\.id) == [first, second])
+        #expect(try house.get(first).item == "one")
+        #expect(house.liveTimers == 2)
+        #expect(clock.pendingTimers == other.liveTimers + house.liveTimers, "mine's none, and one for each merged")
+        clock.advance(by: 3)
+        // Auction one takes a bid elsewhere: merged again, its countdown restarts at 10 with one timer.
+        _ = try other.bid(on: first, NewBid(bidder: "cy", amount: 2))
+        try house.merge([try other.get(first)])
+        #expect(house.liveTimers == 2)
+        #expect(clock.pendingTimers == other.liveTimers + house.liveTimers, "the replaced countdown's timer is cancelled")
+        clock.advance(by: 3)  // auction two's deadline (5 s) passes; one's (10 s after the bid) does not
+        #expect(here.winners == ["bob"], "two closed once")
+        clock.advance(by: 8)
+        #expect(here.winners == ["bob", "cy"], "one closed once, with the bid taken elsewhere")
+        #expect(here.named("closed").count == 2)
+    }
+
     @Test func aChangeThatCannotBeStoredDoesNotHappen() throws {
         let clock = ManualClock()
         let sink = FailingSink()
@@ -97,26 +132,4 @@ final class FailingSink: ChangeSink {
     }
     func seed(_ states: [DomainState]) {}
     func perform(_ work: @escaping @Sendable () -> Void) { work() }
-}
-
-@Suite struct BidListTests {
-    func bid(_ number: Int) -> Bid { Bid(number: number, bidder: "b\(number)", amount: Int64(number), at: Date(timeIntervalSince1970: 0)) }
-
-    /// Values of one auction share their bids: each shows its own first `count`, a copy that appends
-    /// does not change the value it was copied from, and one that appends behind another's back gets
-    /// storage of its own.
-    @Test func copiesShowTheirOwnBids() {
-        var original = BidList([bid(1), bid(2)])
-        var copy = original
-        copy.append(bid(3))
-        #expect(original.map(\.amount) == [1, 2])
-        #expect(copy.map(\.amount) == [1, 2, 3])
-        original.append(bid(30))
-        #expect(original.map(\.amount) == [1, 2, 30], "appending behind the copy's back")
-        #expect(copy.map(\.amount) == [1, 2, 3], "the copy is untouched")
-        copy.append(bid(4))
-        #expect(copy.map(\.amount) == [1, 2, 3, 4])
-        #expect(original.last?.amount == 30 && BidList().last == nil)
-        #expect(Array(copy[2...]).map(\.amount) == [3, 4])
-    }
 }

@@ -7,6 +7,7 @@ import Testing
     /// changes, the new state at once after a bid, and never another request's headers.
     @Test func aKeptAnswerIsNeverStale() throws {
         let server = try TestHerald(corsOrigin: "https://a.example")
+        defer { server.stop() }
         let client = server.client()
         let id = try server.auction(countdown: 30)
         let first = try client.get("/auctions/\(id)")
@@ -27,6 +28,7 @@ import Testing
 
     @Test func createGetListAndBid() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let created = try client.post("/auctions", #"{"item":"Pocket watch","countdownSeconds":30,"startingPrice":100}"#)
         #expect(created.status == 201)
@@ -57,6 +59,7 @@ import Testing
 
     @Test func aBidsLocationIsServed() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let id = try server.auction()
         let placed = try client.post("/auctions/\(id)/bids", #"{"bidder":"zoe","amount":5000}"#)
@@ -70,6 +73,7 @@ import Testing
     @Test func aClosedAuctionRefusesBids() throws {
         let clock = ManualClock()
         let server = try TestHerald(clock: clock)
+        defer { server.stop() }
         let id = try server.auction(countdown: 2)
         let client = server.client()
         #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":5}"#).status == 201)
@@ -87,6 +91,7 @@ import Testing
 
     @Test func badInputGetsAProblemAndChangesNothing() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let id = try server.auction()
         let cases: [(String, String, [(String, String)], Int)] = [
@@ -116,6 +121,7 @@ import Testing
 
     @Test func aBodyOverTheLimitIs413() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let item = String(repeating: "x", count: 70 * 1024)
         let response = try client.post("/auctions", #"{"item":"\#(item)"}"#)
@@ -126,6 +132,7 @@ import Testing
 
     @Test func unknownRoutesAndMethods() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         #expect(try client.get("/nothing").status == 404)
         #expect(try client.get("/auctions/404").status == 404)

@@ -52,6 +52,7 @@ extension TestHerald {
 
     @Test func aChangeWithoutATokenIs401WithABearerChallengeAndChangesNothing() async throws {
         let server = try await TestHerald.secured()
+        defer { server.stop() }
         let client = server.client()
         let before = try client.get("/subjects").text
         for (method, path, body) in [("POST", "/auctions/1/bids", #"{"bidder":"ann","amount":500}"#), ("PUT", "/currency", #"{"default":"euro"}"#),
@@ -70,6 +71,7 @@ extension TestHerald {
 
     @Test func badTokensAre401InvalidTokenAndChangeNothing() async throws {
         let server = try await TestHerald.secured()
+        defer { server.stop() }
         let client = server.client()
         let otherKey = try await TokenKey.secret("another-secret-of-thirty-two-bytes!")
         let payload = #"{"sub":"ann","exp":\#(Int(Date().timeIntervalSince1970) + 3600),"herald":{"publish":["*"]}}"#
@@ -108,6 +110,7 @@ extension TestHerald {
         let privateKey = ES256PrivateKey()
         let publicPEM = privateKey.publicKey.pemRepresentation
         let server = try await TestHerald.secured(key: try await TokenKey.publicKey(pem: publicPEM))
+        defer { server.stop() }
         let client = server.client()
         // The classic confusion: HS256 with the public key's text as the secret.
         let forged = try await Tokens.make(signedWith: try await TokenKey.secret(publicPEM))
@@ -129,6 +132,7 @@ extension TestHerald {
         let key = try await TokenKey.publicKey(pem: publicPEM)
         #expect(key.name == "RS256")
         let server = try await TestHerald.secured(key: key)
+        defer { server.stop() }
         let client = server.client()
         let forged = try await Tokens.make(signedWith: try await TokenKey.secret(publicPEM))
         #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":500}"#, headers: Tokens.bearer(forged)).status == 401)
@@ -142,6 +146,7 @@ extension TestHerald {
 
     @Test func aTokenMayOnlyPublishWhereItsPatternsSay() async throws {
         let server = try await TestHerald.secured()
+        defer { server.stop() }
         let client = server.client()
         let unitsOnly = try await Tokens.make(publish: ["units/scout", "notifications/door.*"])
         let bid = try client.request("POST", "/auctions/1/bids", json: #"{"amount":500}"#, headers: Tokens.bearer(unitsOnly))
@@ -159,6 +164,7 @@ extension TestHerald {
 
     @Test func aBidsBidderIsTheTokensSubject() async throws {
         let server = try await TestHerald.secured()
+        defer { server.stop() }
         let client = server.client()
         let ann = try await Tokens.make(sub: "ann", publish: ["auctions/*"])
         let asBob = try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"bob","amount":500}"#, headers: Tokens.bearer(ann))
@@ -178,6 +184,7 @@ extension TestHerald {
 
     @Test func aStreamNeedsATokenThatMaySubscribeToEveryTopic() async throws {
         let server = try await TestHerald.secured()
+        defer { server.stop() }
         let client = server.client()
         let none = try client.get("/auctions/1/events")
         #expect(none.status == 401)
@@ -198,6 +205,7 @@ extension TestHerald {
 
     @Test func aStreamTakesItsTokenAsACookieOrAQueryArgumentButAChangeDoesNot() async throws {
         let server = try await TestHerald.secured()
+        defer { server.stop() }
         let client = server.client()
         let token = try await Tokens.make()
         let byCookie = try server.stream("/auctions/1/events", headers: [("Cookie", "theme=dark; herald_token=\(token)")])
@@ -212,6 +220,7 @@ extension TestHerald {
 
     @Test func aStreamEndsWhenItsTokenExpiresAndResumesWithAFreshOne() async throws {
         let server = try await TestHerald.secured()
+        defer { server.stop() }
         let client = server.client()
         let writer = try await Tokens.make(publish: ["*"])
         let shortLived = try await Tokens.make(expires: Date().addingTimeInterval(2))
@@ -232,6 +241,7 @@ extension TestHerald {
 
     @Test func publicStreamsNeedNoTokenButChangesStillDo() async throws {
         let server = try await TestHerald.secured(publicStreams: true)
+        defer { server.stop() }
         let stream = try server.stream("/auctions/1/events")
         #expect(try stream.next().event == "snapshot")
         #expect(try server.client().request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":500}"#).status == 401)
@@ -239,6 +249,7 @@ extension TestHerald {
 
     @Test func openHeraldTakesTheBidderFromTheBody() async throws {
         let server = try TestHerald(examples: true)
+        defer { server.stop() }
         let bid = try server.client().post("/auctions/1/bids", #"{"bidder":"bob","amount":500}"#)
         #expect(bid.status == 201)
         #expect((bid.json["bid"] as? [String: Any])?["bidder"] as? String == "bob")

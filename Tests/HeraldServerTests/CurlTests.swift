@@ -19,6 +19,7 @@ import Testing
 
     @Test func curlReadsAStreamAndPostsBodies() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
         let stream = try curl(["-N", "--max-time", "1", "\(base)/currency/events"])
         #expect(stream.hasPrefix(": "))

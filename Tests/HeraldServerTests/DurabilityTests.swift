@@ -7,18 +7,18 @@ import Synchronization
 import Testing
 
 /// A fresh data directory under the system's temporary one.
-func temporaryDataDirectory() -> String {
-    NSTemporaryDirectory() + "herald-data-\(UUID().uuidString)"
-}
+func temporaryDataDirectory() -> String { temporaryDirectory("herald-data") }
 
 @Suite struct RestartTests {
     @Test func stateSequenceAndReplaySurviveARestart() throws {
         let directory = temporaryDataDirectory()
+        defer { removeTemporaryDirectory(directory) }
         var before: [String: String] = [:]
         var lastId = ""
         var idBeforeBids = ""
         do {
             let server = try TestHerald(examples: true, dataDirectory: directory)
+            defer { server.stop() }
             let client = server.client()
             let auction = try server.auction(countdown: 3600, startingPrice: 10)
             let first = try server.stream("/auctions/\(auction)/events")
@@ -35,6 +35,7 @@ func temporaryDataDirectory() -> String {
             }
         }
         let server = try TestHerald(examples: true, dataDirectory: directory)
+        defer { server.stop() }
         let client = server.client()
         for (path, text) in before {
             let after = try client.get(path).text
@@ -50,16 +51,19 @@ func temporaryDataDirectory() -> String {
 
     @Test func aCountdownRunningAtShutdownResumesWithTheTimeLeft() throws {
         let directory = temporaryDataDirectory()
+        defer { removeTemporaryDirectory(directory) }
         let clock = ManualClock()
         let id: String
         do {
             let server = try TestHerald(clock: clock, dataDirectory: directory)
+            defer { server.stop() }
             id = try server.auction(countdown: 10)
             _ = try server.client().post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":1}"#)
             clock.advance(by: 4)
         }
         clock.advance(by: 3)
         let server = try TestHerald(clock: clock, dataDirectory: directory)
+        defer { server.stop() }
         #expect(try server.client().get("/auctions/\(id)").json["remainingSeconds"] as? Int == 3)
         let stream = try server.stream("/auctions/\(id)/events?snapshot=false")
         clock.advance(by: 3)
@@ -70,7 +74,8 @@ func temporaryDataDirectory() -> String {
 
     @Test func eventsOlderThanTheKeptDaysArePrunedAndTheirIdsGetAResync() throws {
         let clock = ManualClock()
-        let server = try TestHerald(clock: clock, dataDirectory: temporaryDataDirectory(), historyDays: 1)
+        let server = try TestHerald(clock: clock, temporaryStore: true, historyDays: 1)
+        defer { server.stop() }
         let client = server.client()
         let old = try #require(try client.put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201 ? server.herald.hub.lastEventId : nil)
         _ = try client.put("/units/a", #"{"name":"A","status":"wounded"}"#)
@@ -86,7 +91,8 @@ func temporaryDataDirectory() -> String {
 
     @Test func pruningNeitherDropsNewEventsNorOutlivesStop() throws {
         let clock = ManualClock()
-        let server = try TestHerald(clock: clock, dataDirectory: temporaryDataDirectory(), historyDays: 1)
+        let server = try TestHerald(clock: clock, temporaryStore: true, historyDays: 1)
+        defer { server.stop() }
         let client = server.client()
         _ = try client.put("/units/a", #"{"name":"A","status":"healthy"}"#)
         clock.advance(by: 2 * 86_400)  // everything is pruned by age
@@ -95,7 +101,7 @@ func temporaryDataDirectory() -> String {
         clock.advance(by: 60)  // a prune with a young event in the store
         let replay = try server.stream("/units/a/events", headers: [("Last-Event-ID", String(before))])
         #expect(try replay.next().event == "unit", "the event after the prune is still replayed")
-        server.herald.stop()
+        server.stop()
         let pending = clock.pendingTimers
         clock.advance(by: 600)
         #expect(clock.pendingTimers <= pending, "no pruning timer arms after stop")
@@ -103,6 +109,7 @@ func temporaryDataDirectory() -> String {
 
     @Test func anUnusableDataDirectoryStopsTheServerWithAMessage() throws {
         let directory = temporaryDataDirectory()
+        defer { removeTemporaryDirectory(directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: directory + "/herald.sqlite3"))
         let process = Process()
@@ -130,6 +137,7 @@ func temporaryDataDirectory() -> String {
 
     @Test func everyAcknowledgedMutationSurvivesAKill() throws {
         let directory = temporaryDataDirectory()
+        defer { removeTemporaryDirectory(directory) }
         var herald = try HeraldProcess(arguments: ["--no-examples"] + HeraldProcess.unlimited, dataDirectory: directory)
         let setup = HTTPClient(port: herald.port)
         let clients = 8
@@ -211,7 +219,8 @@ func temporaryDataDirectory() -> String {
 @Suite struct DamagedStoreTests {
     @Test func aRecordThatIsNotJSONStopsTheStartWithAMessage() throws {
         let directory = temporaryDataDirectory()
-        do { _ = try TestHerald(examples: true, dataDirectory: directory) }
+        defer { removeTemporaryDirectory(directory) }
+        try TestHerald(examples: true, dataDirectory: directory).stop()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE records SET document = X'7B7B' WHERE kind = 'unit'\"); c.commit()",
@@ -226,10 +235,10 @@ func temporaryDataDirectory() -> String {
 /// Another process holding SQLite's write lock.
 @Suite struct LockedStoreTests {
     @Test func aLockedStoreIsAQuick503ThatNamesTheRequestNotTheDatabase() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = temporaryDataDirectory()
+        defer { removeTemporaryDirectory(directory) }
         let server = try TestHerald(dataDirectory: directory)
-        defer { server.herald.stop() }
+        defer { server.stop() }
         var other: OpaquePointer?
         #expect(sqlite3_open(directory + "/herald.sqlite3", &other) == SQLITE_OK)
         defer { sqlite3_close(other) }
@@ -270,9 +279,9 @@ func temporaryDataDirectory() -> String {
     @Test func ticksCarryNoIdTakeNoPlaceAndAreNeverReplayed() throws {
         let clock = ManualClock()
         let directory = temporaryDataDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { removeTemporaryDirectory(directory) }
         let server = try TestHerald(clock: clock, dataDirectory: directory)
-        defer { server.herald.stop() }
+        defer { server.stop() }
         let client = server.client()
         let id = try server.auction(countdown: 5)
         let live = try server.stream("/auctions/\(id)/events")

@@ -8,6 +8,7 @@ import Testing
     @Test func theStreamPastAnAddressesLimitIs429AndOneClosedMakesRoom() throws {
         // The default limit: 100 streams per address.
         let server = try TestHerald(examples: true)
+        defer { server.stop() }
         var streams: [SSEClient] = []
         for _ in 0..<100 { streams.append(try server.stream("/currency/events")) }
         let refused = try server.client().get("/currency/events")
@@ -23,6 +24,7 @@ import Testing
 
     @Test func aSlowHeadIsCutOffWhileOthersAreServed() throws {
         let server = try TestHerald { $0.http.headerTimeout = .seconds(1) }
+        defer { server.stop() }
         let start = ContinuousClock.now
         // One sends nothing; one trickles its head a byte at a time, faster than any idle timeout.
         let silent = try Socket(port: server.port, timeout: 6)
@@ -44,6 +46,7 @@ import Testing
 
     @Test func aWriteFloodFromOneTokenIsLimitedWhileAnothersWritesGoThrough() async throws {
         let server = try await TestHerald.secured { $0.writesPerSecond = 5 }
+        defer { server.stop() }
         let client = server.client()
         let flooder = try await Tokens.make(sub: "flood", publish: ["*"])
         let other = try await Tokens.make(sub: "calm", publish: ["*"])
@@ -68,6 +71,7 @@ import Testing
 
     @Test func anOpenServerLimitsWritesPerAddress() throws {
         let server = try TestHerald { $0.writesPerSecond = 3 }
+        defer { server.stop() }
         let client = server.client()
         let statuses = try (0..<20).map { _ in try client.put("/currency", #"{"default":"euro"}"#).status }
         #expect(statuses.contains(429))
@@ -76,6 +80,7 @@ import Testing
 
     @Test func newConnectionsPastAnAddressesRateAreClosedUnanswered() throws {
         let server = try TestHerald { $0.http.connectionsPerSecond = 5 }
+        defer { server.stop() }
         var answered = 0, closed = 0
         for _ in 0..<30 {
             let client = HTTPClient(port: server.port)
@@ -90,6 +95,7 @@ import Testing
 
     @Test func largeHeadsAndTargetsGetProblemDocuments() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let big = try server.client().get("/health", headers: [("X-Filler", String(repeating: "a", count: 9000))])
         #expect(big.status == 431)
         #expect(big.header("Content-Type") == "application/problem+json")
@@ -104,6 +110,7 @@ import Testing
             $0.http.streamsPerClient = 2
             $0.http.trustedProxies = [AddressRange("127.0.0.1")].compactMap { $0 }
         }
+        defer { server.stop() }
         let forA = [("X-Forwarded-For", "203.0.113.9, 10.0.0.1")]
         let a1 = try server.stream("/currency/events", headers: forA)
         let a2 = try server.stream("/currency/events", headers: [("X-Forwarded-For", "10.0.0.1")])
@@ -116,6 +123,7 @@ import Testing
 
     @Test func anUntrustedPeersForwardedForIsIgnored() throws {
         let server = try TestHerald(examples: true) { $0.http.streamsPerClient = 2 }
+        defer { server.stop() }
         let s1 = try server.stream("/currency/events", headers: [("X-Forwarded-For", "10.0.0.1")])
         let s2 = try server.stream("/currency/events", headers: [("X-Forwarded-For", "10.0.0.2")])
         #expect(try server.client().get("/currency/events", headers: [("X-Forwarded-For", "10.0.0.3")]).status == 429)

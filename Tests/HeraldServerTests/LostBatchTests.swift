@@ -9,12 +9,12 @@ import Testing
 /// sequence goes back, and memory is reloaded from the store.
 @Suite struct LostBatchTests {
     @Test func aBatchWhoseCommitFailsNeverHappened() throws {
-        let directory = NSTemporaryDirectory() + "herald-lost-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = temporaryDirectory("herald-lost")
+        defer { removeTemporaryDirectory(directory) }
         let auction = try lose(directory: directory)
         // The store has what was acknowledged, and nothing of the lost batches.
         let restarted = try TestHerald(dataDirectory: directory)
-        defer { restarted.herald.stop() }
+        defer { restarted.stop() }
         let units = try restarted.client().all("/units", "units").compactMap { $0["id"] as? String }
         #expect(units == ["a", "c"])
         #expect(try restarted.client().get("/auctions/\(auction)").json["price"] as? Int == 6)
@@ -23,7 +23,7 @@ import Testing
     /// Runs the lost batches on a server of `directory`, stops it, and returns the auction's id.
     private func lose(directory: String) throws -> String {
         let server = try TestHerald(dataDirectory: directory)
-        defer { server.herald.stop() }
+        defer { server.stop() }
         let store = try #require(server.herald.journal.store as? SQLiteStore)
         let client = server.client()
         let auction = try server.auction(countdown: 60)
@@ -65,10 +65,10 @@ import Testing
     /// not JSON; with PostgreSQL, a database that is gone) leaves memory ahead of the store. Then no
     /// change runs, each is refused, until memory is reloaded before a later batch.
     @Test func memoryThatCannotBeReloadedRefusesChangesUntilItIs() throws {
-        let directory = NSTemporaryDirectory() + "herald-stale-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = temporaryDirectory("herald-stale")
+        defer { removeTemporaryDirectory(directory) }
         let server = try TestHerald(dataDirectory: directory)
-        defer { server.herald.stop() }
+        defer { server.stop() }
         let store = try #require(server.herald.journal.store as? SQLiteStore)
         let client = server.client()
         #expect(try client.put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201)

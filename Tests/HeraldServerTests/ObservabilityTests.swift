@@ -44,6 +44,7 @@ final class LogEntries: Sendable {
 @Suite struct ObservabilityTests {
     @Test func everyAnswerCarriesItsRequestIDAndEveryProblemNamesIt() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let kept = try client.request("GET", "/auctions/404", headers: [("X-Request-ID", "client-42")])
         #expect(kept.status == 404)
@@ -69,6 +70,7 @@ final class LogEntries: Sendable {
 
     @Test func readinessTurns503WhenDrainingWhileStreamsAndChangesGoOn() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let stream = try server.stream("/currency/events")
         #expect(try stream.next().event == "snapshot")
@@ -89,6 +91,7 @@ final class LogEntries: Sendable {
 
     @Test func metricsCountRequestsByRouteAndEventsByType() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let id = try server.auction()
         for amount in [10, 20] { #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":\#(amount)}"#).status == 201) }
@@ -103,6 +106,7 @@ final class LogEntries: Sendable {
 
     @Test func metricsCanBeKeptOffThePublicListenerOrOff() throws {
         let separate = try TestHerald { $0.metricsListener = ("127.0.0.1", 0) }
+        defer { separate.stop() }
         #expect(try separate.client().get("/metrics").status == 404)
         let port = try #require(separate.herald.metricsPort)
         let scraped = try HTTPClient(port: port).get("/metrics")
@@ -110,6 +114,7 @@ final class LogEntries: Sendable {
         #expect(scraped.text.contains("herald_streams_open"))
 
         let off = try TestHerald { $0.metrics = false }
+        defer { off.stop() }
         #expect(try off.client().get("/metrics").status == 404)
         #expect(off.herald.metrics == nil)
     }
@@ -117,6 +122,7 @@ final class LogEntries: Sendable {
     @Test func theAccessLogNamesEachRequestAndStreamsLogTheirOpeningAndClosing() throws {
         let log = LogEntries()
         let server = try TestHerald(logger: log.logger)
+        defer { server.stop() }
         let client = server.client()
         #expect(try client.request("GET", "/currency", headers: [("X-Request-ID", "access-1")]).status == 200)
         let line = try #require(log.named("request").first { $0.metadata["http.request_id"] == "access-1" })
@@ -141,6 +147,7 @@ final class LogEntries: Sendable {
     @Test func withoutTheAccessLogOnlyStreamsAreLogged() throws {
         let log = LogEntries()
         let server = try TestHerald(logger: log.logger) { $0.accessLog = false }
+        defer { server.stop() }
         #expect(try server.client().get("/currency").status == 200)
         let stream = try server.stream("/currency/events")
         #expect(try stream.next().event == "snapshot")

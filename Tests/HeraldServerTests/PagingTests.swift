@@ -6,6 +6,7 @@ import Testing
 @Suite struct PagingTests {
     @Test func bidsComeInPagesThatFollowTheirNextLink() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let id = try server.auction(countdown: 60)
         for amount in 1...5 {
@@ -37,6 +38,7 @@ import Testing
     @Test func auctionsAreFilteredByStatusAndPaged() throws {
         let clock = ManualClock()
         let server = try TestHerald(clock: clock)
+        defer { server.stop() }
         let client = server.client()
         let ids = try (0..<5).map { _ in try server.auction(countdown: 60) }
         // Two of them close: one bid each, and their countdowns run out.
@@ -57,6 +59,7 @@ import Testing
 
     @Test func unitsAndTripsArePagedByTheirIds() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         for name in ["delta", "alpha", "charlie", "bravo"] {
             #expect(try client.put("/units/\(name)", #"{"name":"\#(name)","status":"healthy"}"#).status == 201)
@@ -80,6 +83,7 @@ import Testing
 
     @Test func aBadLimitOrCursorIs400() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let id = try server.auction()
         for path in ["/units?limit=0", "/units?limit=1001", "/units?limit=-1", "/units?limit=ten", "/units?limit=",

@@ -53,53 +53,6 @@ import Testing
     }
 }
 
-/// Request bodies become typed commands; every invalid field is named at once.
-@Suite struct CommandTests {
-    @Test func newAuctionAndBid() throws {
-        #expect(try NewAuction(json: ["item": "x"]) == NewAuction(item: "x", countdownSeconds: 7, startingPrice: 0))
-        do {
-            _ = try NewAuction(json: ["item": "", "countdownSeconds": 0, "startingPrice": "5"])
-            Issue.record("invalid values must be refused")
-        } catch {
-            #expect(error.kind == .invalid)
-            #expect(Set(error.fields.map(\.field)) == ["item", "countdownSeconds", "startingPrice"])
-        }
-        #expect(throws: DomainError.self) { try NewAuction(json: ["item": "x", "countdownSeconds": 3601]) }
-        #expect(throws: DomainError.self) { try NewBid(json: ["bidder": "ann", "amount": .double(1.5)]) }
-        #expect(throws: DomainError.self) { try NewBid(json: ["bidder": "ann", "amount": .bool(true)]) }
-        #expect(throws: DomainError.self) { try NewBid(json: [.int(1)]) }
-    }
-
-    @Test func unitsAndCurrency() throws {
-        #expect(try HeraldDomain.Unit(id: "a", json: ["name": "Alpha", "status": "healthy"]) == HeraldDomain.Unit(id: "a", name: "Alpha", status: .healthy))
-        do {
-            _ = try HeraldDomain.Unit(id: "bad id!", json: ["name": "", "status": "asleep"])
-            Issue.record("invalid values must be refused")
-        } catch {
-            #expect(Set(error.fields.map(\.field)) == ["id", "name", "status"])
-        }
-        #expect(try Currency(json: ["default": "euro"]) == .euro)
-        do {
-            _ = try Currency(json: ["default": "yen"])
-            Issue.record("an unknown currency must be refused")
-        } catch {
-            #expect(error.fields.first?.message.contains("gramGold") == true)
-        }
-    }
-
-    @Test func trips() throws {
-        #expect(throws: DomainError.self) { try NewTrip(json: ["departure": "2015-10-09T13:26:33Z", "arrival": "2015-10-09T13:09:53Z"]) }
-        #expect(throws: DomainError.self) { try NewTrip(json: ["departure": "yesterday", "arrival": "2015-10-09T13:09:53Z"]) }
-        #expect(throws: DomainError.self) { try TripDelay(json: ["deltaSeconds": 0]) }
-        #expect(throws: DomainError.self) { try TripDelay(json: ["deltaSeconds": 86_401]) }
-        #expect(try TripDelay(json: ["deltaSeconds": -60]).seconds == -60)
-        #expect(throws: DomainError.self) {
-            try TripPatch(json: ["actualDeparture": "2015-10-09T13:19:53Z", "departure": "2015-10-09T13:00:00Z"])
-        }
-        #expect(try TripPatch(json: ["actualDeparture": "2015-10-09T13:19:53Z"]).actualDeparture == Timestamp.parse("2015-10-09T13:19:53Z"))
-    }
-}
-
 /// `GET /auctions/{id}` shares one encoding between changes, and it is always the current one.
 @Suite struct AuctionEncodingTests {
     @Test func theEncodedAuctionIsAlwaysTheCurrentOne() throws {

@@ -2,6 +2,7 @@
 import HeraldHTTP
 import HeraldStore
 import Testing
+import HTTPTypes
 
 /// A change the store could not take is answered by what failed: 503 with `Retry-After` when trying
 /// again can work (another writer, a full disk, a read-only file), 500 when the store is damaged; the
@@ -12,8 +13,8 @@ import Testing
         for (code, status) in cases {
             let refusal = Journal.refusal(for: StoreError("disk I/O error", code: code), topic: "units/a")
             let problem = Problem(refusal)
-            #expect(problem.status == status, "SQLite code \(code)")
-            #expect((problem.headers.contains { $0.name == "Retry-After" }) == (status == 503), "SQLite code \(code)")
+            #expect(problem.status.code == status, "SQLite code \(code)")
+            #expect((problem.headers[.retryAfter] != nil) == (status == 503), "SQLite code \(code)")
             #expect(refusal.cause?.contains("SQLite code \(code)") == true)
             #expect(!problem.detail.contains("SQLite"))
         }

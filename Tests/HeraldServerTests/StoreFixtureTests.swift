@@ -26,9 +26,9 @@ import Testing
     @Test(arguments: [("store-schema-1", 13), ("store-schema-2", 11)])
     func anEarlierDataDirectoryOpensWithEverythingInIt(fixture: String, lastEvent: Int) throws {
         let directory = try copy(fixture)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { removeTemporaryDirectory(directory) }
         let server = try TestHerald(dataDirectory: directory)
-        defer { server.herald.stop() }
+        defer { server.stop() }
         let client = server.client()
         let lamp = try client.get("/auctions/2").json
         #expect(lamp["item"] as? String == "Fixture lamp")

@@ -29,6 +29,7 @@ import Testing
     /// connection; both carry heartbeats and a burst, byte for byte, through a strict parser.
     @Test func framingIsStrictOnHTTP11AndCloseDelimitedOnHTTP10() throws {
         let server = try TestHerald(heartbeat: .milliseconds(200))
+        defer { server.stop() }
         let port = server.port
         let client = HTTPClient(port: port)
         let one = try Socket(port: port)
@@ -70,6 +71,7 @@ import Testing
     /// still gets every byte, in order.
     @Test func aSlowReaderThatKeepsUpGetsEveryByteInOrder() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         let slow = try Socket(port: server.port, receiveBuffer: 4096)
         try slow.send("GET /notifications/slow/events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
@@ -110,6 +112,7 @@ import Testing
     /// receives exactly the events it missed.
     @Test func aReaderThatStopsIsCutOffAndResumesExactly() throws {
         let server = try TestHerald(queueLimit: 16)
+        defer { server.stop() }
         let client = server.client()
         let stalled = try SSEClient(port: server.port, path: "/notifications/stall/events", receiveBuffer: 4096)
         try stalled.awaitHead()
@@ -147,6 +150,7 @@ import Testing
     /// a place freed is taken again.
     @Test func streamsPastTheLimitAreRefusedWithRetryAfter() throws {
         let server = try TestHerald(connectionLimit: 16)
+        defer { server.stop() }
         var streams = try (0..<16).map { _ in try server.stream("/currency/events") }
         #expect(streams.allSatisfy { $0.head?.status == 200 })
         let refused = try server.client().get("/currency/events")
@@ -164,6 +168,7 @@ import Testing
     /// server in its grace period.
     @Test func stoppingClosesTheListenerAtOnce() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let port = server.port
         let client = server.client()
         let stalled = try Socket(port: port, receiveBuffer: 4096)

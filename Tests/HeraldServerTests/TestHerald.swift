@@ -5,14 +5,17 @@ import HeraldStore
 import HeraldTestSupport
 import Logging
 import Synchronization
+import Testing
 
 /// A real Herald on 127.0.0.1, port 0, in this process.
 final class TestHerald {
     let herald: Herald
     let clock: ManualClock?
+    private let temporaryData: String?
 
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,
-         bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil, historyDays: Int? = 7,
+         bodyLimit: Int = 64 * 1024, examples: Bool = false, dataDirectory: String? = nil, temporaryStore: Bool = false,
+         historyDays: Int? = 7,
          allowedHosts: [String]? = nil, corsOrigin: String = "*", connectionLimit: Int? = nil,
          synchronous: Synchronous = .normal, logger: Logger? = nil, configure: (inout HeraldConfiguration) -> Void = { _ in }) throws {
         var configuration = HeraldConfiguration()
@@ -26,7 +29,9 @@ final class TestHerald {
         configuration.history = history
         configuration.observerQueueLimit = queueLimit
         configuration.examples = examples
-        configuration.dataDirectory = dataDirectory
+        // A store of its own that `stop()` removes, for a test that does not restart on it.
+        temporaryData = temporaryStore ? temporaryDirectory("herald-data") : nil
+        configuration.dataDirectory = dataDirectory ?? temporaryData
         configuration.historyDays = historyDays
         configuration.synchronous = synchronous
         configure(&configuration)
@@ -38,7 +43,24 @@ final class TestHerald {
         try herald.start()
     }
 
-    deinit { herald.stop() }
+    private var stopped = false
+
+    /// Stops the server. A test calls it in `defer` right after making the server: Swift may end an
+    /// object's life after its last use, so a server stopped in `deinit` could stop before a stream
+    /// it serves is read.
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        herald.stop()
+        if let temporaryData { removeTemporaryDirectory(temporaryData) }
+    }
+
+    deinit {
+        if !stopped {
+            Issue.record("a TestHerald was not stopped: call stop() in a defer after making it")
+            herald.stop()
+        }
+    }
 
     var port: Int { herald.port }
 
@@ -62,65 +84,6 @@ final class TestHerald {
     func observers(of topic: String) throws -> Int {
         let subjects = try client().get("/subjects").json["subjects"] as? [[String: Any]] ?? []
         return subjects.first { $0["topic"] as? String == topic }?["observers"] as? Int ?? 0
-    }
-}
-
-/// The built `herald` executable, next to the test bundle; `HERALD_BINARY` names another build (the
-/// test command runs the process tests again on the AddressSanitizer build).
-func heraldExecutable() -> URL {
-    if let binary = ProcessInfo.processInfo.environment["HERALD_BINARY"], !binary.isEmpty {
-        return URL(fileURLWithPath: binary)
-    }
-    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald")
-}
-
-/// `herald` as a child process. It binds port 0 itself and the port is read from its log: choosing a
-/// free port here and passing it on would race with every other server the parallel tests start
-/// (a check of /health could then reach one of theirs).
-final class HeraldProcess {
-    /// For load tests from one address: no limit on streams per address, new connections or writes.
-    static let unlimited = ["--streams-per-address", "0", "--connections-per-second", "0", "--writes-per-second", "0"]
-
-    let process = Process()
-    let port: Int
-    private let errors = Pipe()
-    /// What it wrote to standard error so far.
-    let log = LogLines()
-
-    /// Starts `herald` in memory, or on `dataDirectory` when given, or on the database `arguments`
-    /// name with `--store`.
-    init(arguments: [String] = [], dataDirectory: String? = nil) throws {
-        process.executableURL = heraldExecutable()
-        let store = arguments.contains("--store") ? [] : dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
-        // No pause between SIGTERM and the streams' end unless a test asks for one.
-        let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
-        process.arguments = ["--port", "0", "--log-level", "info"] + store + drain + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        let log = self.log
-        errors.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
-        try process.run()
-        let child = process
-        guard eventually(timeout: 10, { log.listeningPort != nil || !child.isRunning }), let port = log.listeningPort else {
-            process.terminate()
-            throw TestError("herald did not start: \(log.text.suffix(2000))")
-        }
-        self.port = port
-    }
-
-    deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        errors.fileHandleForReading.readabilityHandler = nil
-    }
-
-    /// A field of /proc/PID/status, such as `Threads` or `VmRSS` (kB).
-    func status(_ field: String) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else { return nil }
-        let line = text.split(separator: "\n").first { $0.hasPrefix(field + ":") }
-        return line?.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
     }
 }
 

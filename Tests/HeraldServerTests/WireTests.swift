@@ -25,6 +25,7 @@ import Testing
 
     @Test func ambiguousFramingIsRefusedAndTheRestIsNeverARequest() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let heads = [
             "Content-Length: 0\r\nContent-Length: 104",
             "Content-Length : 104",
@@ -42,6 +43,7 @@ import Testing
 
     @Test func unknownTransferCodingsAreAnsweredAndClosed() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         for coding in ["xchunked", "gzip, chunked", "chunked, identity", "identity"] {
             let answer = try exchange(server, "POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \(coding)\r\n\r\n\(smuggled)")
             #expect(statuses(answer) == [501], "\(coding): \(answer)")
@@ -51,6 +53,7 @@ import Testing
 
     @Test func hostIsRequiredOnceOnHTTP11() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")) == [400])
         #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n")) == [400])
         let http10 = try exchange(server, "GET /health HTTP/1.0\r\n\r\n")
@@ -61,6 +64,7 @@ import Testing
 
     @Test func otherHostsAreMisdirectedWhenHostsAreListed() throws {
         let server = try TestHerald(allowedHosts: ["localhost", "127.0.0.1"])
+        defer { server.stop() }
         let evil = try exchange(server, "PUT /units/evil HTTP/1.1\r\nHost: evil.example:\(server.port)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
         #expect(statuses(evil) == [421], "\(evil)")
         #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: localhost:\(server.port)\r\nConnection: close\r\n\r\n")) == [200])
@@ -70,6 +74,7 @@ import Testing
 
     @Test func encodedNulAndSlashStayInsideTheirSegment() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let id = try server.auction()
         for target in ["/health%00/x", "/auctions/\(id)%00junk", "/auctions/%zz"] {
             #expect(statuses(try exchange(server, "GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == [400], "\(target)")
@@ -80,6 +85,7 @@ import Testing
 
     @Test func manyQueryArgumentsAndLongTargetsAreAnswered() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         for count in [120, 1000, 3000] {
             let query = Array(repeating: "x=a", count: count).joined(separator: "&")
             let answer = try exchange(server, "GET /health?\(query) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -93,6 +99,7 @@ import Testing
 
     @Test func headHasNoBodyAndTheConnectionCarriesOn() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let answer = try exchange(server, "HEAD /currency/events HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(statuses(answer) == [200, 200], "\(answer)")
         let parts = answer.components(separatedBy: "\r\n\r\n")
@@ -104,6 +111,7 @@ import Testing
 @Suite struct HostileHeaderTests {
     @Test func acceptLanguageOfAnyShapeIsServed() throws {
         let server = try TestHerald(examples: true)
+        defer { server.stop() }
         for value in [";", ";;", ";, en", ";q=1", ", en", ",", " ", "de;q=0.5", "ja", "*", String(repeating: "a-", count: 500)] {
             let response = try server.client().get("/trips/1", headers: [("Accept-Language", value)])
             #expect(response.status == 200, "Accept-Language: \(value)")
@@ -116,6 +124,7 @@ import Testing
 
     @Test func strictJSONBodiesAndIntegers() throws {
         let server = try TestHerald()
+        defer { server.stop() }
         let client = server.client()
         #expect(try client.put("/units/a", #"{"name":"A","status":"ok",}"#).status == 400)
         #expect(try client.put("/units/a", #"{"name":"A","name":"B"}"#).status == 400)
@@ -127,17 +136,18 @@ import Testing
     }
 
     @Test func tripsStayReadableAtTheEndsOfTheCalendar() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = temporaryDirectory("herald-wire")
+        defer { removeTemporaryDirectory(directory) }
         do {
             let server = try TestHerald(examples: true, dataDirectory: directory)
-            defer { server.herald.stop() }
+            defer { server.stop() }
             let client = server.client()
             #expect(try client.patch("/trips/1", #"{"actualDeparture":"9999-12-31T23:59:59Z"}"#).status == 200)
             #expect(try client.post("/trips/1/delay", #"{"deltaSeconds":86400}"#).status == 422)
             #expect(try client.patch("/trips/1", #"{"departure":"2015-10-09T13:00:00Z","actualDeparture":"2015-10-09T13:00:00Z"}"#).status == 422)
         }
         let restarted = try TestHerald(dataDirectory: directory)
+        defer { restarted.stop() }
         #expect(try restarted.client().get("/trips/1").json["actualDeparture"] as? String == "9999-12-31T23:59:59Z")
     }
 }
@@ -145,6 +155,7 @@ import Testing
 @Suite struct QueryValueTests {
     @Test func anyStringIsAQueryValueAndEachParameterChecksItsOwn() throws {
         let server = try TestHerald(examples: true)
+        defer { server.stop() }
         let trips = try server.client().get("/trips?locale=0%00H%14%C3%94")
         #expect(trips.status == 200, "an odd locale falls back to English")
         #expect(try server.client().get("/events?topic=currency%00").status == 400, "a topic is checked")

@@ -11,9 +11,9 @@ import Testing
 @Suite struct WriterTests {
     @Test func aHundredConcurrentBidsAreAnsweredInPriceOrderAndStoredAsPublished() throws {
         let directory = temporaryDataDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { removeTemporaryDirectory(directory) }
         let server = try TestHerald(dataDirectory: directory, synchronous: .full)
-        defer { server.herald.stop() }
+        defer { server.stop() }
         let id = try server.auction(countdown: 3600)
         let stream = try server.stream("/auctions/\(id)/events?snapshot=false")
         let before = server.herald.journal.writer.statistics
@@ -60,9 +60,9 @@ import Testing
 
     @Test func aWriterWaitingOnTheStoreDelaysWritesNotReads() throws {
         let directory = temporaryDataDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { removeTemporaryDirectory(directory) }
         let server = try TestHerald(dataDirectory: directory)
-        defer { server.herald.stop() }
+        defer { server.stop() }
         let stream = try server.stream("/units/events?snapshot=false")
         // Another process holds the store's write lock: each change waits for it (200 ms) and is refused.
         var other: OpaquePointer?

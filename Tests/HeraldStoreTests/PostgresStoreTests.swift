@@ -77,6 +77,54 @@ struct PostgresStoreTests {
         #expect(try store.load(eventLimit: 10).lastSequence == 2, "the store goes on after a failed batch")
     }
 
+    /// Catching up by what changed: a batch that begins behind reads only the records, removals and
+    /// auctions (with all their bids) other stores wrote since it last looked; one that never looked
+    /// cannot tell, and one that is not behind has nothing to read.
+    @Test func aBatchBehindReadsOnlyWhatTheOthersChanged() throws {
+        let url = try TestPostgres.database()
+        let (first, second) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        let auction = { (id: String) in
+            StoredAuction(id: id, item: "Lot \(id)", startingPrice: 1, createdAt: "2026-11-23T06:00:00Z", status: "open",
+                          countdownSeconds: 60, deadline: nil, winner: nil, closedAt: nil)
+        }
+        try first.beginBatch()
+        #expect(try first.missedChanges() == nil, "it never read the store: it cannot tell what it missed")
+        try first.commit(event: event(1), records: [RecordChange(kind: "unit", id: "old", document: [1]),
+                                                    RecordChange(kind: "unit", id: "gone", document: [2])],
+                         auction: auction("1"), bid: StoredBid(number: 1, bidder: "ann", amount: 5, at: "2026-11-23T06:00:01Z"))
+        try first.commit(event: nil, records: [], auction: auction("2"), bid: nil)
+        try first.commitBatch()
+        _ = try second.load(eventLimit: 0)  // the second has seen all that
+
+        try first.beginBatch()
+        try first.commit(event: event(2), records: [RecordChange(kind: "unit", id: "new", document: [3]),
+                                                    RecordChange(kind: "unit", id: "gone", document: nil)],
+                         auction: auction("1"), bid: StoredBid(number: 2, bidder: "bob", amount: 6, at: "2026-11-23T06:00:02Z"))
+        try first.commitBatch()
+
+        #expect(try second.beginBatch()?.behind == true)
+        let changes = try #require(try second.missedChanges())
+        #expect(changes.changed.records["unit"]?.map(\.id) == ["new"], "not 'old', which did not change")
+        #expect(changes.removed.map { "\($0.kind)/\($0.id)" } == ["unit/gone"])
+        #expect(changes.changed.auctions.map(\.id) == ["1"], "not auction 2, which did not change")
+        #expect(changes.changed.auctions.first?.bids.map(\.bidder) == ["ann", "bob"], "with every bid, not only the new one")
+        try second.commitBatch()
+
+        // Made again: the record is reported, and its earlier removal is not (it was seen).
+        try first.beginBatch()
+        try first.commit(event: nil, records: [RecordChange(kind: "unit", id: "gone", document: [4])], auction: nil, bid: nil)
+        try first.commitBatch()
+        try second.beginBatch()
+        let again = try #require(try second.missedChanges())
+        #expect(again.removed.isEmpty)
+        #expect(again.changed.records["unit"]?.map(\.id) == ["gone"])
+        #expect(again.changed.auctions.isEmpty)
+        try second.commitBatch()
+        try second.beginBatch()
+        #expect(try second.missedChanges() == nil, "not behind: nothing to read")
+        second.rollbackBatch()
+    }
+
     /// Replicas: a batch holds the database's write lock from its start, so another store's batch
     /// waits for it to end, and then reads the sequence it committed.
     @Test func batchesOfTwoStoresTakeTurnsAndEachSeesTheOthersSequence() throws {

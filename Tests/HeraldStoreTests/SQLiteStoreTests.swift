@@ -1,13 +1,11 @@
 import Foundation
 @testable import HeraldStore
+import HeraldTestSupport
 import Testing
 
 @Suite struct SQLiteStoreTests {
     /// A fresh directory under the system's temporary one.
-    func directory() -> String {
-        let path = NSTemporaryDirectory() + "herald-store-\(UUID().uuidString)"
-        return path
-    }
+    func directory() -> String { temporaryDirectory("herald-store") }
 
     func event(_ id: UInt64, at: Date = Date(timeIntervalSince1970: 1_000_000), topic: String = "units/a") -> StoredEvent {
         StoredEvent(id: id, topic: topic, name: "unit", data: Array(#"{"topic":"\#(topic)","n":\#(id)}"#.utf8), tags: ["delay", "delayed"], at: at)
@@ -17,7 +15,7 @@ import Testing
     /// `Retry-After` for full or busy, 500 for damaged). What failed is not stored in part.
     @Test func aFullStoreFailsWithItsCodeAndStoresNothingOfTheFailedChange() throws {
         let dir = directory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeTemporaryDirectory(dir) }
         let store = try SQLiteStore(directory: dir)
         let pages = try #require(try store.connection.withLock { try $0.text("PRAGMA page_count") }.flatMap { Int($0) })
         _ = try store.connection.withLock { try $0.text("PRAGMA max_page_count = \(pages + 2)") }
@@ -57,7 +55,7 @@ import Testing
 
     @Test func tagsRoundTripWhateverTheyHold() throws {
         let dir = directory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeTemporaryDirectory(dir) }
         let tags = ["object:a\nb", "object:[x", "", "object:\"q\""]
         do {
             let store = try SQLiteStore(directory: dir)
@@ -70,6 +68,7 @@ import Testing
 
     @Test func aNewDirectoryGetsTheCurrentSchemaAndAnEmptyState() throws {
         let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
         let store = try SQLiteStore(directory: dir)
         let state = try store.load(eventLimit: 100)
         #expect(state.lastSequence == 0 && state.events.isEmpty && state.records.isEmpty)
@@ -78,6 +77,7 @@ import Testing
 
     @Test func eventsAndRecordsRoundTripAcrossReopening() throws {
         let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
         do {
             let store = try SQLiteStore(directory: dir)
             try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: Array("{\"v\":1}".utf8))])
@@ -99,6 +99,7 @@ import Testing
 
     @Test func anAuctionIsOneRowAndEachBidIsAppended() throws {
         let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
         func auction(_ status: String, deadline: String?, winner: String? = nil) -> StoredAuction {
             StoredAuction(id: "7", item: "lamp", startingPrice: 5, createdAt: "2026-11-22T10:00:00Z", status: status,
                           countdownSeconds: 60, deadline: deadline, winner: winner, closedAt: winner == nil ? nil : "2026-11-22T10:02:00Z")
@@ -127,7 +128,9 @@ import Testing
     }
 
     @Test func aFailedCommitChangesNothing() throws {
-        let store = try SQLiteStore(directory: directory())
+        let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
+        let store = try SQLiteStore(directory: dir)
         try store.commit(event: event(1), records: [])
         #expect(throws: StoreError.self) {
             try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "x", document: [1])])
@@ -139,6 +142,7 @@ import Testing
 
     @Test func pruningByCountAndAgeNeverRewindsTheSequence() throws {
         let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
         let store = try SQLiteStore(directory: dir)
         let old = Date(timeIntervalSince1970: 1_000)
         let recent = Date(timeIntervalSince1970: 2_000_000)
@@ -153,15 +157,41 @@ import Testing
         #expect(try store.load(eventLimit: 10).lastSequence == 11, "numbers are never reused")
     }
 
-    @Test func aDatabaseFromANewerHeraldIsRefused() throws {
+    @Test func migrationsGoByNameAndADatabaseFromANewerHeraldIsRefused() throws {
         let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
         _ = try SQLiteStore(directory: dir)
+        let names = SQLiteMigrations.all.map(\.name)
+        #expect(try sqlite(dir, "SELECT group_concat(name, ',') FROM (SELECT name FROM migrations ORDER BY name)") == names.joined(separator: ","))
+        #expect(try sqlite(dir, "PRAGMA user_version") == String(names.count), "a Herald from before the names counts them")
+        _ = try SQLiteStore(directory: dir)  // nothing to run the second time
+        #expect(try sqlite(dir, "SELECT count(*) FROM migrations") == String(names.count))
+
+        try sqlite(dir, "INSERT INTO migrations (name) VALUES ('9999-from-the-future')")
+        let refusal = #expect(throws: StoreError.self) { try SQLiteStore(directory: dir) }
+        #expect(refusal?.description.contains("newer Herald (9999-from-the-future)") == true, "\(String(describing: refusal))")
+    }
+
+    @Test func aDatabaseFromBeforeTheNamesIsMigratedByItsVersionOrRefusedWhenNewer() throws {
+        let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
+        _ = try SQLiteStore(directory: dir)
+        // As schema 2 left it: no names, two steps counted, no table of kept answers.
+        try sqlite(dir, "DROP TABLE migrations")
+        try sqlite(dir, "DROP TABLE answers")
+        try sqlite(dir, "PRAGMA user_version = 2")
+        _ = try SQLiteStore(directory: dir)
+        #expect(try sqlite(dir, "SELECT count(*) FROM sqlite_schema WHERE name = 'answers'") == "1", "the third step ran")
+        #expect(try sqlite(dir, "SELECT count(*) FROM migrations") == String(SQLiteMigrations.all.count))
+
+        try sqlite(dir, "DROP TABLE migrations")
         try sqlite(dir, "PRAGMA user_version = 99")
         #expect { try SQLiteStore(directory: dir) } throws: { ($0 as? StoreError)?.description.contains("newer Herald") == true }
     }
 
     @Test func aFileThatIsNotADatabaseIsRefused() throws {
         let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try Data(repeating: 0x5A, count: 8192).write(to: URL(fileURLWithPath: dir + "/" + SQLiteStore.fileName))
         #expect { try SQLiteStore(directory: dir) } throws: { ($0 as? StoreError)?.description.contains("not a Herald database") == true }
@@ -170,25 +200,34 @@ import Testing
     @Test func anUnwritableDirectoryIsRefused() throws {
         #expect { try SQLiteStore(directory: "/proc/herald-cannot-be-here") } throws: { $0 is StoreError }
         let file = directory()
+        defer { removeTemporaryDirectory(file) }
         try Data().write(to: URL(fileURLWithPath: file))
         #expect(throws: StoreError.self) { try SQLiteStore(directory: file + "/below-a-file") }
     }
 
     @Test func aSecondHeraldOnTheSameDirectoryIsRefused() throws {
         let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
         let first = try SQLiteStore(directory: dir)
         #expect { try SQLiteStore(directory: dir) } throws: { ($0 as? StoreError)?.description.contains("another Herald") == true }
         _ = first
     }
 
-    /// Runs SQL on the store's file through a second connection (the store must be closed).
-    func sqlite(_ dir: String, _ sql: String) throws {
+    /// Runs SQL on the store's file through a second connection (the store must be closed), and returns
+    /// the first column of the first row, if any.
+    @discardableResult
+    func sqlite(_ dir: String, _ sql: String) throws -> String? {
         let process = Process()
+        let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()",
+        process.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute(sys.argv[2]).fetchone(); "
+                                 + "c.commit(); print('' if r is None else r[0], end='')",
                              dir + "/" + SQLiteStore.fileName, sql]
+        process.standardOutput = output
         try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw StoreError("python sqlite3 failed") }
+        return text.isEmpty ? nil : text
     }
 }

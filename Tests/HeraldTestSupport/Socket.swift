@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 
 /// A blocking TCP connection to 127.0.0.1 with a receive timeout: the bottom of the test clients.
@@ -8,26 +9,9 @@ public final class Socket {
     /// - Parameter receiveBuffer: a small kernel receive buffer (set before connecting, as TCP needs),
     ///   so a client that stops reading fills it quickly.
     public init(port: Int, host: String = "127.0.0.1", timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestError("socket() failed: errno \(errno)") }
-        if var size = receiveBuffer {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            let error = errno
-            Glibc.close(fd)
-            throw TestError("connect to \(host):\(port) failed: errno \(error)")
-        }
+        fd = clinux_connect_ipv4(host, UInt16(port), receiveBuffer ?? 0)
+        guard fd >= 0 else { throw TestError("connect to \(host):\(port) failed: errno \(errno)") }
         setTimeout(timeout)
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     deinit { close() }
@@ -67,10 +51,3 @@ public final class Socket {
         Glibc.close(fd)
     }
 }
-
-public struct TestError: Error, CustomStringConvertible, Equatable {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-    public static let timeout = TestError("timed out")
-}
-

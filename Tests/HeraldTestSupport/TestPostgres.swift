@@ -20,16 +20,52 @@ public enum TestPostgres {
         return String(adminURL[..<slash]) + "/" + name
     }
 
+    /// Holds an advisory lock in a transaction of its own on the database `url` names, until
+    /// `release()`: a test's way to stop every replica at the start of its next batch.
+    public final class HeldLock: @unchecked Sendable {
+        private let connection: OpaquePointer
+
+        public init(_ key: Int64, on url: String) throws {
+            let connection = try connect(url)
+            do {
+                try execute("BEGIN", on: connection)
+                try execute("SELECT pg_advisory_xact_lock(\(key))", on: connection)
+            } catch {
+                PQfinish(connection)
+                throw error
+            }
+            self.connection = connection
+        }
+
+        /// Ends the transaction, and with it the lock.
+        public func release() { PQclear(PQexec(connection, "COMMIT")) }
+
+        deinit { PQfinish(connection) }
+    }
+
     /// Runs SQL on the `postgres` database, or on the database `url` names; returns the first column
     /// of the first row.
     @discardableResult
     public static func run(_ sql: String, on url: String? = nil) throws -> String? {
         guard let target = url ?? adminURL else { throw Failure(description: "HERALD_TEST_POSTGRES is not set") }
-        guard let connection = PQconnectdb(target) else { throw Failure(description: "libpq could not allocate a connection") }
+        let connection = try connect(target)
         defer { PQfinish(connection) }
+        return try execute(sql, on: connection)
+    }
+
+    /// A connection to `url`; the caller finishes it.
+    private static func connect(_ url: String) throws -> OpaquePointer {
+        guard let connection = PQconnectdb(url) else { throw Failure(description: "libpq could not allocate a connection") }
         guard PQstatus(connection) == CONNECTION_OK else {
-            throw Failure(description: "cannot connect to \(target): \(String(cString: PQerrorMessage(connection)))")
+            defer { PQfinish(connection) }
+            throw Failure(description: "cannot connect to \(url): \(String(cString: PQerrorMessage(connection)))")
         }
+        return connection
+    }
+
+    /// Runs SQL on `connection`; returns the first column of the first row.
+    @discardableResult
+    private static func execute(_ sql: String, on connection: OpaquePointer) throws -> String? {
         guard let result = PQexec(connection, sql) else { throw Failure(description: String(cString: PQerrorMessage(connection))) }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
@@ -38,53 +74,5 @@ public enum TestPostgres {
         }
         guard PQntuples(result) > 0, PQnfields(result) > 0, PQgetisnull(result, 0, 0) == 0 else { return nil }
         return String(cString: PQgetvalue(result, 0, 0))
-    }
-}
-
-/// A PostgreSQL of a test's own (`scripts/test-postgres`), for a test that crashes it: the shared one
-/// serves the other tests meanwhile.
-public final class PrivatePostgres {
-    public let url: String
-    private let directory: String
-
-    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/test-postgres").path
-
-    public init() throws {
-        directory = "/tmp/herald-test-postgres-\(UUID().uuidString.prefix(8))"
-        try Self.run("start", directory)
-        let port = try String(contentsOfFile: directory + "/port", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        url = "postgres://postgres@127.0.0.1:\(port)/postgres"
-    }
-
-    deinit { try? Self.run("stop", directory) }
-
-    /// Stops the server at once, as a crash would.
-    public func crash() throws { try Self.run("crash", directory) }
-
-    /// Starts it again on the same port.
-    public func restart() throws { try Self.run("restart", directory) }
-
-    /// Runs the script with posix_spawn and waitpid: Foundation's `Process.waitUntilExit` was seen to
-    /// wait forever here, on a test's thread, after the script had ended.
-    private static func run(_ command: String, _ directory: String) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        let arguments = ["/bin/bash", script, command, directory]
-        var pid: pid_t = 0
-        let copies = arguments.map { strdup($0) } + [nil]
-        defer { for copy in copies { free(copy) } }
-        let spawned = posix_spawn(&pid, "/bin/bash", &actions, nil, copies, environ)
-        guard spawned == 0 else { throw TestPostgres.Failure(description: "cannot run scripts/test-postgres: \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { return }  // reaped elsewhere: the caller's next step says whether it worked
-        }
-        let exited = (status & 0x7F) == 0
-        guard exited, (status >> 8) & 0xFF == 0 else {
-            throw TestPostgres.Failure(description: "scripts/test-postgres \(command) failed (status \(status))")
-        }
     }
 }

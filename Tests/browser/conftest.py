@@ -3,12 +3,10 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import tempfile
-import time
 import urllib.request
 
+import herald_process
 import pytest
 from selenium import webdriver
 
@@ -16,20 +14,13 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ARTIFACTS = os.path.join(ROOT, ".artifacts")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Herald:
     """`herald` as a child process on a data directory, so it can be restarted with its state."""
 
     def __init__(self, arguments=()):
         self.arguments = list(arguments)
-        self.port = free_port()
+        self.port = herald_process.free_port()
         self.data = tempfile.mkdtemp(prefix="herald-browser-")
-        self.binary = os.environ.get("HERALD_BINARY", os.path.join(ROOT, ".build", "debug", "herald"))
         self.process = None
 
     @property
@@ -37,17 +28,7 @@ class Herald:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self):
-        self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--data-dir", self.data, "--log-level", "warning"] + self.arguments,
-            stdout=subprocess.DEVNULL)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            try:
-                if urllib.request.urlopen(self.origin + "/health", timeout=1).status == 200:
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("herald did not start")
+        self.process, _ = herald_process.start(["--data-dir", self.data, "--log-level", "warning"] + self.arguments, port=self.port)
 
     def stop(self):
         if self.process and self.process.poll() is None:

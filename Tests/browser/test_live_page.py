@@ -1,6 +1,5 @@
 """The live page in two real browsers: what one does, the other sees."""
 import json
-import time
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -55,10 +54,10 @@ def test_the_page_is_served_with_a_strict_policy(herald):
 def test_a_bid_in_one_session_shows_in_the_other_within_a_second(page):
     first, second = page
     before = int(text(second, "auction-price"))
-    start = time.time()
     bid(first, "ann", before + 50)
+    # The second counts from the click, which sends the bid: filling the form through WebDriver
+    # is not Herald's time, and on a loaded CI machine it alone took three seconds.
     wait(second, lambda: text(second, "auction-price") == str(before + 50), 1, "the other session sees the bid")
-    assert time.time() - start < 1.5
     assert text(second, "auction-leader") == "ann"
 
 

@@ -3,6 +3,7 @@ import os
 import shutil
 import subprocess
 
+import herald_process
 import pytest
 from selenium.webdriver.common.by import By
 
@@ -22,7 +23,7 @@ def secured():
 
 
 def token(server, *arguments):
-    return subprocess.run([server.binary, "token", "--key", SECRET, *arguments],
+    return subprocess.run([herald_process.binary(), "token", "--key", SECRET, *arguments],
                           check=True, capture_output=True, text=True).stdout.strip()
 
 

@@ -9,48 +9,28 @@ The shapes from the issues are pinned as @example, so the corpus keeps them cove
 import os
 import re
 import socket
-import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
 
+import herald_process
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUDGET = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "600"))
 DEADLINE = 5.0
 STATUS = re.compile(rb"HTTP/1\.[01] (\d{3}) ")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def herald():
-    port = free_port()
-    binary = os.environ.get("HERALD_BINARY", os.path.join(ROOT, ".build", "debug", "herald"))
     log = tempfile.NamedTemporaryFile(prefix="herald-fuzz-", suffix=".log", delete=False)
     # One connection per example, as fast as hypothesis makes them: the per-address connection rate
     # (a limit of its own, tested in LimitTests) would close some unanswered.
-    process = subprocess.Popen([binary, "--port", str(port), "--in-memory", "--log-level", "warning",
-                                "--connections-per-second", "0", "--writes-per-second", "0"],
-                               stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).status == 200:
-                break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        raise RuntimeError("herald did not start")
+    process, port = herald_process.start(["--in-memory", "--log-level", "warning", "--connections-per-second", "0",
+                                          "--writes-per-second", "0"], stderr=log, timeout=30)
     yield port, process
     process.terminate()
     code = process.wait(timeout=20)

@@ -1,44 +1,23 @@
 """/metrics after a scripted workload, read with Prometheus's own text parser (prometheus-client):
 the counters equal what the workload did. Runs against the binary in HERALD_BINARY, or the debug build."""
 import json
-import os
 import signal
 import socket
-import subprocess
 import time
 import urllib.error
 import urllib.request
 
+import herald_process
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def herald():
-    port = free_port()
-    binary = os.environ.get("HERALD_BINARY", os.path.join(ROOT, ".build", "debug", "herald"))
-    process = subprocess.Popen([binary, "--port", str(port), "--in-memory", "--no-examples", "--log-level", "warning",
-                                "--heartbeat-seconds", "1", "--drain-seconds", "0"], stdout=subprocess.DEVNULL)
-    origin = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(origin + "/health/live", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        raise RuntimeError("herald did not start")
-    yield origin, port
+    process, port = herald_process.start(["--in-memory", "--no-examples", "--log-level", "warning", "--heartbeat-seconds", "1",
+                                          "--drain-seconds", "0"])
+    yield f"http://127.0.0.1:{port}", port
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=20) == 0
 

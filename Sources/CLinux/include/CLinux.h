@@ -1,6 +1,10 @@
 #ifndef HERALD_CLINUX_H
 #define HERALD_CLINUX_H
 
+#ifndef __linux__
+#error "Herald runs on Linux only: epoll, eventfd, malloc_trim and Glibc (see Package.swift)"
+#endif
+
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -10,6 +14,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <errno.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sched.h>
@@ -75,6 +81,32 @@ static inline int clinux_malloc_trim(void) { return malloc_trim(0); }
 
 /// A second descriptor for `fd`'s socket, close-on-exec, or -1. The socket stays open until both are closed.
 static inline int clinux_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
+
+/* A blocking TCP connection to an IPv4 address, with TCP_NODELAY, closed on exec: its descriptor, or -1
+   with errno set. A `receive_buffer` above 0 is set before connecting, as TCP fixes its window then.
+   For the benchmark's and the tests' clients. */
+static inline int clinux_connect_ipv4(const char *host, uint16_t port, int receive_buffer) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (receive_buffer > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    struct sockaddr_in address = {0};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    if (inet_pton(AF_INET, host, &address.sin_addr) != 1) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int error = errno;
+        close(fd);
+        errno = error;
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
 
 /// Sends small writes at once: Nagle off, no cork left from an earlier response.
 static inline void clinux_send_immediately(int fd)

@@ -1,18 +1,19 @@
 import HeraldJSON
+import HTTPTypes
 
 /// An RFC 9457 problem: every error Herald answers is one, as `application/problem+json`.
 public struct Problem: Error, Sendable {
-    public let status: Int
+    public let status: HTTPResponse.Status
     public let title: String
     public let detail: String
     /// Members beyond type, title, status and detail (such as `errors` or `price`).
     public var extra: [(String, JSONValue)]
-    public var headers: [(name: String, value: String)]
+    public var headers: HTTPFields
 
-    public init(status: Int, detail: String, title: String? = nil, extra: [(String, JSONValue)] = [],
-                headers: [(name: String, value: String)] = []) {
+    public init(status: HTTPResponse.Status, detail: String, title: String? = nil, extra: [(String, JSONValue)] = [],
+                headers: HTTPFields = [:]) {
         self.status = status
-        self.title = title ?? Problem.reason(status)
+        self.title = title ?? Problem.reason(status.code)
         self.detail = detail
         self.extra = extra
         self.headers = headers
@@ -22,14 +23,15 @@ public struct Problem: Error, Sendable {
     public var type: String { "/problems/" + title.lowercased().split(separator: " ").joined(separator: "-") }
 
     public var json: JSONValue {
-        .object([("type", .string(type)), ("title", .string(title)), ("status", .integer(status)), ("detail", .string(detail))] + extra)
+        .object([("type", .string(type)), ("title", .string(title)), ("status", .integer(status.code)), ("detail", .string(detail))] + extra)
     }
 
     public var response: Response {
-        Response(status: status, headers: [("Content-Type", "application/problem+json")] + headers, body: .bytes(json.bytes))
+        Response(status: status, headers: [.contentType: "application/problem+json"] + headers, body: .bytes(json.bytes))
     }
 
-    /// The standard reason phrase of `status`.
+    /// The standard reason phrase of `status`, for a status written as a number (swift-http-types gives
+    /// one only to the statuses it names). It names the problem's `type`, which clients may match.
     public static func reason(_ status: Int) -> String {
         switch status {
         case 400: "Bad Request"

@@ -1,14 +1,16 @@
+import HTTPTypes
+
 /// An HTTP request as a handler sees it: the whole body has been read.
 public struct Request: Sendable {
-    public let method: String
+    public let method: HTTPRequest.Method
     /// The path as sent, without the query (percent-escapes kept).
     public let path: String
     /// The path's segments, percent-decoded: an encoded slash stays inside its segment.
     public let segments: [String]
     /// Query arguments in order; a name may repeat (`topic=a&topic=b`).
     public let query: [(name: String, value: String)]
-    /// Header fields with lower-case names.
-    public let headers: [(name: String, value: String)]
+    /// Header fields, in order; names compare without case.
+    public let headers: HTTPFields
     public let body: [UInt8]
     /// Names this request in the log and in the problem documents it gets.
     public let id: String
@@ -17,23 +19,21 @@ public struct Request: Sendable {
     /// Path parameters filled in by the router (`{id}`).
     public var parameters: [String: String] = [:]
 
-    public init(method: String, path: String, segments: [String]? = nil, query: [(name: String, value: String)] = [],
-                headers: [(name: String, value: String)] = [], body: [UInt8] = [], id: String = "-", client: String = "-") {
+    public init(method: HTTPRequest.Method, path: String, segments: [String]? = nil, query: [(name: String, value: String)] = [],
+                headers: HTTPFields = [:], body: [UInt8] = [], id: String = "-", client: String = "-") {
         self.method = method
         self.path = path
         self.segments = segments ?? path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         self.query = query
-        self.headers = headers.map { ($0.name.lowercased(), $0.value) }
+        self.headers = headers
         self.body = body
         self.id = id
         self.client = client
     }
 
-    /// The first value of header `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
-        let lower = name.lowercased()
-        return headers.first { $0.name == lower }?.value
-    }
+    /// The value of header `name`; several fields of that name are joined with commas (RFC 9110 §5.3),
+    /// so a repeated `Authorization` or `Idempotency-Key` reads as no valid one.
+    public func header(_ name: HTTPField.Name) -> String? { headers[name] }
 
     /// The first value of query argument `name`.
     public func query(_ name: String) -> String? { query.first { $0.name == name }?.value }

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Checks a request's head before Herald reads its body: framing that two parsers could read two ways
 /// (RFC 9112 §6.1, §6.3), a missing or repeated `Host` (§3.2), a host this server does not answer to
 /// (DNS rebinding). A refused request is answered and its connection closed, so no byte after the
@@ -29,7 +31,7 @@ public struct RequestGuard: Sendable {
         var hosts: [String] = []
         for header in headers {
             guard Self.isToken(header.name) else {
-                throw Self.refuse(400, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
+                throw Self.refuse(.badRequest, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
             }
             // Only the three names that matter are compared (no lower-casing of every name).
             switch header.name.utf8.count {
@@ -41,25 +43,25 @@ public struct RequestGuard: Sendable {
         }
         if !transferEncodings.isEmpty {
             if !contentLengths.isEmpty {
-                throw Self.refuse(400, "Content-Length and Transfer-Encoding together make the body's length ambiguous")
+                throw Self.refuse(.badRequest, "Content-Length and Transfer-Encoding together make the body's length ambiguous")
             }
-            guard version == "HTTP/1.1" else { throw Self.refuse(400, "Transfer-Encoding needs HTTP/1.1") }
+            guard version == "HTTP/1.1" else { throw Self.refuse(.badRequest, "Transfer-Encoding needs HTTP/1.1") }
             let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() }
             guard codings == ["chunked"] else {
-                throw Self.refuse(501, "the only transfer coding Herald reads is chunked, alone, not '\(Self.printable(transferEncodings.joined(separator: ", ")))'")
+                throw Self.refuse(.notImplemented, "the only transfer coding Herald reads is chunked, alone, not '\(Self.printable(transferEncodings.joined(separator: ", ")))'")
             }
         }
-        if contentLengths.count > 1 { throw Self.refuse(400, "more than one Content-Length") }
+        if contentLengths.count > 1 { throw Self.refuse(.badRequest, "more than one Content-Length") }
         if let length = contentLengths.first, !length.isASCIIDigits {
-            throw Self.refuse(400, "Content-Length must be digits, not '\(Self.printable(length))'")
+            throw Self.refuse(.badRequest, "Content-Length must be digits, not '\(Self.printable(length))'")
         }
-        if hosts.count > 1 { throw Self.refuse(400, "more than one Host header") }
-        if version == "HTTP/1.1", hosts.isEmpty { throw Self.refuse(400, "an HTTP/1.1 request needs a Host header") }
+        if hosts.count > 1 { throw Self.refuse(.badRequest, "more than one Host header") }
+        if version == "HTTP/1.1", hosts.isEmpty { throw Self.refuse(.badRequest, "an HTTP/1.1 request needs a Host header") }
         let declared = contentLengths.first.flatMap { Int($0) }
         guard let host = authority ?? hosts.first else { return declared }
-        guard Self.isValidHost(host) else { throw Self.refuse(400, "the Host '\(Self.printable(host))' is not a host and port") }
+        guard Self.isValidHost(host) else { throw Self.refuse(.badRequest, "the Host '\(Self.printable(host))' is not a host and port") }
         if let accepted, !accepted.contains(host.lowercased()) {
-            throw Self.refuse(421, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
+            throw Self.refuse(.misdirectedRequest, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
         }
         return declared
     }
@@ -92,8 +94,8 @@ public struct RequestGuard: Sendable {
         }
     }
 
-    private static func refuse(_ status: Int, _ detail: String) -> Problem {
-        Problem(status: status, detail: detail, headers: [("Connection", "close")])
+    private static func refuse(_ status: HTTPResponse.Status, _ detail: String) -> Problem {
+        Problem(status: status, detail: detail, headers: [.connection: "close"])
     }
 
     /// A value as it may be quoted in a detail: printable ASCII, at most 100 characters.

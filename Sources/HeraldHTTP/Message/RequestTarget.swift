@@ -23,10 +23,10 @@ public struct RequestTarget: Sendable, Equatable {
     public init(_ raw: String) throws(Problem) {
         let bytes = Array(raw.utf8)
         guard bytes.count <= Self.maxLength else {
-            throw Problem(status: 414, detail: "the request target is longer than \(Self.maxLength) bytes")
+            throw Problem(status: .uriTooLong, detail: "the request target is longer than \(Self.maxLength) bytes")
         }
         for byte in bytes where byte <= 0x20 || byte == 0x7F || byte == 0x23 {
-            throw Problem(status: 400, detail: "the request target has a space, a control character or a fragment")
+            throw Problem(status: .badRequest, detail: "the request target has a space, a control character or a fragment")
         }
         var rest = bytes[...]
         var authority: String?
@@ -36,13 +36,13 @@ public struct RequestTarget: Sendable, Equatable {
             // absolute-form: scheme "://" authority path
             guard let schemeEnd = Self.find([0x3A, 0x2F, 0x2F], in: bytes),
                   ["http", "https"].contains(String(decoding: bytes[0..<schemeEnd], as: UTF8.self).lowercased()) else {
-                throw Problem(status: 400, detail: "the request target must be a path such as /health")
+                throw Problem(status: .badRequest, detail: "the request target must be a path such as /health")
             }
             let afterScheme = bytes[(schemeEnd + 3)...]
             let authorityEnd = afterScheme.firstIndex { $0 == 0x2F || $0 == 0x3F } ?? afterScheme.endIndex
             let host = String(decoding: afterScheme[..<authorityEnd], as: UTF8.self)
             guard !host.isEmpty, !host.contains("@") else {
-                throw Problem(status: 400, detail: "the request target's authority must be a host and port")
+                throw Problem(status: .badRequest, detail: "the request target's authority must be a host and port")
             }
             authority = host
             rest = afterScheme[authorityEnd...]
@@ -90,10 +90,10 @@ public struct RequestTarget: Sendable, Equatable {
             let byte = part[index]
             if byte == 0x25 {
                 guard index + 2 < part.endIndex, let high = hex(part[index + 1]), let low = hex(part[index + 2]) else {
-                    throw Problem(status: 400, detail: "the request target has a malformed percent-escape")
+                    throw Problem(status: .badRequest, detail: "the request target has a malformed percent-escape")
                 }
                 let decoded = high << 4 | low
-                guard decoded != 0 || allowNUL else { throw Problem(status: 400, detail: "the request path has an encoded NUL (%00)") }
+                guard decoded != 0 || allowNUL else { throw Problem(status: .badRequest, detail: "the request path has an encoded NUL (%00)") }
                 out.append(decoded)
                 index += 3
             } else {
@@ -102,7 +102,7 @@ public struct RequestTarget: Sendable, Equatable {
             }
         }
         guard let text = String(validating: out, as: UTF8.self) else {
-            throw Problem(status: 400, detail: "the request target is not UTF-8 once decoded")
+            throw Problem(status: .badRequest, detail: "the request target is not UTF-8 once decoded")
         }
         return text
     }

@@ -1,4 +1,5 @@
 import HeraldJSON
+import HTTPTypes
 
 /// An HTTP response: a complete body, or a Server-Sent Events stream.
 public struct Response: Sendable {
@@ -21,21 +22,21 @@ public struct Response: Sendable {
         }
     }
 
-    public var status: Int
-    public var headers: [(name: String, value: String)]
+    public var status: HTTPResponse.Status
+    public var headers: HTTPFields
     public var body: Body
     /// The pattern of the route that made it (`/auctions/{id}`), set by the router; for metrics and logs.
     public var route: String?
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .bytes([])) {
+    public init(status: HTTPResponse.Status, headers: HTTPFields = [:], body: Body = .bytes([])) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A JSON response.
-    public static func json(_ value: JSONValue, status: Int = 200, headers: [(name: String, value: String)] = []) -> Response {
-        Response(status: status, headers: [("Content-Type", "application/json")] + headers, body: .bytes(value.bytes))
+    public static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        Response(status: status, headers: headers.isEmpty ? jsonHeaders : jsonHeaders + headers, body: .bytes(value.bytes))
     }
 
     /// An answer given later, from any thread, through the function `start` receives.
@@ -43,25 +44,35 @@ public struct Response: Sendable {
         Response(status: 0, body: .deferred(Deferred(start: start)))
     }
 
+    /// `Content-Type: application/json`, made once.
+    public static let jsonHeaders: HTTPFields = [.contentType: "application/json"]
+
     /// A response with no body.
-    public static func empty(status: Int, headers: [(name: String, value: String)] = []) -> Response {
+    public static func empty(status: HTTPResponse.Status, headers: HTTPFields = [:]) -> Response {
         Response(status: status, headers: headers)
     }
 
     /// A text response of the given type.
-    public static func text(_ text: String, contentType: String, status: Int = 200) -> Response {
-        Response(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(text.utf8)))
+    public static func text(_ text: String, contentType: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: contentType], body: .bytes(Array(text.utf8)))
     }
 
     /// An SSE stream fed by `feed`. Headers say not to cache or buffer it.
     public static func eventStream(_ feed: any EventFeed) -> Response {
-        Response(status: 200, headers: [
-            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-        ], body: .eventStream(feed))
+        Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
+                 body: .eventStream(feed))
     }
 
-    /// The value of header `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    /// The value of header `name`; several fields of that name are joined with commas (RFC 9110 §5.3),
+    /// so a repeated `Authorization` or `Idempotency-Key` reads as no valid one.
+    public func header(_ name: HTTPField.Name) -> String? { headers[name] }
+}
+
+extension HTTPFields {
+    /// The fields of both, in order: `lhs`'s first.
+    public static func + (lhs: HTTPFields, rhs: HTTPFields) -> HTTPFields {
+        var fields = lhs
+        fields.append(contentsOf: rhs)
+        return fields
     }
 }

@@ -1,12 +1,14 @@
 import HeraldJSON
+import HTTPTypes
 
 /// Handles one request. Runs on the HTTP server's thread: it must not block.
 public typealias Handler = @Sendable (Request) throws -> Response
 
-/// Matches method and path (with `{name}` segments) to a handler; answers 404 and 405 itself.
+/// Matches method and path (with `{name}` segments) to a handler. It answers 404, 405 and `OPTIONS`
+/// itself, and is the one place that says which methods a path allows (`Allow`).
 public struct Router: Sendable {
     struct Route: Sendable {
-        let method: String
+        let method: HTTPRequest.Method
         let pattern: String
         let segments: [Segment]
         let handler: Handler
@@ -30,7 +32,7 @@ public struct Router: Sendable {
     }
 
     /// Adds a route. `pattern` is a path such as `/auctions/{id}/bids`.
-    public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
+    public mutating func add(_ method: HTTPRequest.Method, _ pattern: String, _ handler: @escaping Handler) {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
         }
@@ -44,12 +46,12 @@ public struct Router: Sendable {
     public enum Match {
         case handler(Handler, [String: String], pattern: String)
         case notFound
-        case methodNotAllowed(allowed: [String])
+        case methodNotAllowed(allowed: [HTTPRequest.Method])
     }
 
     /// The most literal pattern wins, whatever the order routes were added in: `/units/events` is the
     /// stream (and `PUT /units/events` is 405), never the unit `events`.
-    public func match(method: String, segments parts: [String]) -> Match {
+    public func match(method: HTTPRequest.Method, segments parts: [String]) -> Match {
         // One pass over the routes with as many segments, nothing allocated: this runs for every
         // request. The methods allowed are gathered only when the method does not match.
         guard parts.count < bySegmentCount.count else { return .notFound }
@@ -64,24 +66,28 @@ public struct Router: Sendable {
                 viaGet = nil
             }
             if exact == nil, routes[index].method == method { exact = index }
-            if viaGet == nil, method == "HEAD", routes[index].method == "GET" { viaGet = index }
+            if viaGet == nil, method == .head, routes[index].method == .get { viaGet = index }
         }
         if let index = exact ?? viaGet { return .handler(routes[index].handler, Self.bind(routes[index].segments, to: parts), pattern: routes[index].pattern) }
         var allowed = candidates.filter { routes[$0].literals == bestLiterals && Self.fits(routes[$0].segments, parts) }.map { routes[$0].method }
         if allowed.isEmpty { return .notFound }
-        if allowed.contains("GET") { allowed.append("HEAD") }
-        return .methodNotAllowed(allowed: Array(Set(allowed + ["OPTIONS"])).sorted())
+        if allowed.contains(.get) { allowed.append(.head) }
+        return .methodNotAllowed(allowed: Array(Set(allowed + [.options])).sorted { $0.rawValue < $1.rawValue })
     }
 
     /// Runs the matching handler; routing failures and thrown problems become problem responses.
+    /// `OPTIONS` is answered here for every path: 204 with `Allow` (CORS adds its preflight headers).
     public func respond(to request: Request) -> Response {
+        let printablePath = RequestGuard.printable(request.path)
         switch match(method: request.method, segments: request.segments) {
         case .notFound:
-            return Problem(status: 404, detail: "no resource at \(request.path)").response
+            return Problem(status: .notFound, detail: "no resource at \(printablePath)").response
+        case .methodNotAllowed(let allowed) where request.method == .options:
+            return .empty(status: .noContent, headers: [.allow: Self.list(allowed)])
         case .methodNotAllowed(let allowed):
-            return Problem(status: 405, detail: "\(request.method) is not allowed on \(request.path)",
-                           extra: [("allowed", .array(allowed.map { .string($0) }))],
-                           headers: [("Allow", allowed.joined(separator: ", "))]).response
+            return Problem(status: .methodNotAllowed, detail: "\(request.method) is not allowed on \(printablePath)",
+                           extra: [("allowed", .array(allowed.map { .string($0.rawValue) }))],
+                           headers: [.allow: Self.list(allowed)]).response
         case .handler(let handler, let parameters, let pattern):
             var request = request
             request.parameters = parameters
@@ -93,20 +99,16 @@ public struct Router: Sendable {
             } catch {
                 // The specifics are for the log, not the client (the server adds the request's id).
                 onUnexpected(request, error)
-                response = Problem(status: 500, detail: "the server failed to answer this request; the log has its id").response
+                response = Problem(status: .internalServerError, detail: "the server failed to answer this request; the log has its id").response
             }
             response.route = pattern
             return response
         }
     }
 
-    /// All methods routed for these segments (by the same precedence as `match`), for CORS preflight and `Allow`.
-    public func methods(for parts: [String]) -> [String] {
-        switch match(method: "OPTIONS", segments: parts) {
-        case .notFound: []
-        case .handler: ["OPTIONS"]
-        case .methodNotAllowed(let allowed): allowed.filter { $0 != "OPTIONS" && $0 != "HEAD" }
-        }
+    /// Methods as `Allow` lists them.
+    static func list(_ methods: [HTTPRequest.Method]) -> String {
+        methods.map(\.rawValue).joined(separator: ", ")
     }
 
     private static func split(_ path: String) -> [String] {

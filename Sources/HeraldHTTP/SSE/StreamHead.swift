@@ -1,13 +1,14 @@
 import Glibc
+import HTTPTypes
 
 /// The response head of an SSE stream, which the stream engine writes itself.
 enum StreamHead {
     /// `HTTP/1.1 200 OK`, a `Date`, the route's headers, then the framing: `Transfer-Encoding: chunked`
     /// on HTTP/1.1, `Connection: close` on HTTP/1.0 (the body ends when the connection does).
-    static func bytes(headers: [(name: String, value: String)], framing: StreamFraming, now: time_t = time(nil)) -> [UInt8] {
+    static func bytes(headers: HTTPFields, framing: StreamFraming, now: time_t = time(nil)) -> [UInt8] {
         var head = "HTTP/1.1 200 OK\r\nDate: \(httpDate(now))\r\n"
-        for header in headers where !header.name.isEmpty {
-            head += "\(header.name): \(header.value)\r\n"
+        for field in headers {
+            head += "\(field.name.rawName): \(field.value)\r\n"
         }
         head += framing == .chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\n\r\n"
         return Array(head.utf8)

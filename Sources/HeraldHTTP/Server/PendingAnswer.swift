@@ -1,3 +1,5 @@
+import HTTPTypes
+
 import CMicroHTTPD
 import Synchronization
 
@@ -11,10 +13,10 @@ final class PendingAnswer: Sendable {
 
     private let connection: Connection
     /// Headers added to the deferred response on its way out (CORS): the answer gets them too.
-    private let headers: [(name: String, value: String)]
+    private let headers: HTTPFields
     private let slot = Mutex<(answer: Response?, given: Bool)>((nil, false))
 
-    init(connection: OpaquePointer, headers: [(name: String, value: String)]) {
+    init(connection: OpaquePointer, headers: HTTPFields) {
         self.connection = Connection(raw: connection)
         self.headers = headers
     }

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// What the server keeps for one request between libmicrohttpd's calls: the target as sent and the
 /// body read so far. Made by the URI callback, released by the completion callback.
 final class RequestContext {
@@ -5,8 +7,8 @@ final class RequestContext {
     let rawTarget: String
     /// The target, parsed in the first call.
     var target: RequestTarget?
-    /// The header fields as received, read once in the first call.
-    var head: [(name: String, value: String)] = []
+    /// The header fields, typed once in the first call (`RequestGuard` checks them as received).
+    var head = HTTPFields()
     /// The client's address (see `ClientResolver`), read with the head.
     var client = "-"
     /// The access handler has seen the head (its first call is over).

@@ -1,4 +1,5 @@
 import HeraldHTTP
+import HTTPTypes
 
 /// Cross-origin access for browsers: `Access-Control-Allow-Origin` on every answer, and preflight
 /// `OPTIONS` answered here. With a list of origins (not `*`), an allowed origin is echoed with
@@ -10,6 +11,9 @@ struct CORS: Sendable {
 
     /// Response headers a page's script may read.
     static let exposed = "Location, Retry-After, ETag, X-Request-ID, Idempotency-Replayed"
+    static let exposedField = HTTPField(name: .accessControlExposeHeaders, value: exposed)
+    /// What every answer carries when any origin may read it: made once, as their values never change.
+    static let anyOrigin = HTTPFields([HTTPField(name: .accessControlAllowOrigin, value: "*"), exposedField])
     /// Request headers allowed when the preflight names none (or names them in a form Herald will not echo).
     static let defaultRequestHeaders = "Content-Type, Last-Event-ID, Authorization, Idempotency-Key"
 
@@ -20,32 +24,23 @@ struct CORS: Sendable {
     }
 
     func respond(to request: Request) -> Response {
-        var response: Response
-        if request.method == "OPTIONS" {
-            let methods = router.methods(for: request.segments)
-            if methods.isEmpty {
-                response = Problem(status: 404, detail: "no resource at \(RequestGuard.printable(request.path))").response
-            } else {
-                let allowed = Array(Set(methods + ["OPTIONS"] + (methods.contains("GET") ? ["HEAD"] : []))).sorted().joined(separator: ", ")
-                response = .empty(status: 204, headers: [
-                    ("Allow", allowed), ("Access-Control-Allow-Methods", allowed),
-                    ("Access-Control-Allow-Headers", Self.requestHeaders(request.header("Access-Control-Request-Headers"))),
-                    ("Access-Control-Max-Age", "600"),
-                ])
-            }
-        } else {
-            response = router.respond(to: request)
+        var response = router.respond(to: request)
+        if request.method == .options, response.status == .noContent, let allowed = response.headers[.allow] {
+            // A preflight: the router said which methods; CORS says which headers, and for how long.
+            response.headers[.accessControlAllowMethods] = allowed
+            response.headers[.accessControlAllowHeaders] = Self.requestHeaders(request.headers[.accessControlRequestHeaders])
+            response.headers[.accessControlMaxAge] = "600"
         }
+        // Appended, not set: no handler writes these, and appending does not search the fields.
         guard let origins else {
-            response.headers.append(("Access-Control-Allow-Origin", "*"))
-            response.headers.append(("Access-Control-Expose-Headers", Self.exposed))
+            response.headers.append(contentsOf: Self.anyOrigin)
             return response
         }
-        response.headers.append(("Vary", "Origin"))
-        if let origin = request.header("Origin"), origins.contains(origin) {
-            response.headers.append(("Access-Control-Allow-Origin", origin))
-            response.headers.append(("Access-Control-Allow-Credentials", "true"))
-            response.headers.append(("Access-Control-Expose-Headers", Self.exposed))
+        response.headers.append(HTTPField(name: .vary, value: "Origin"))
+        if let origin = request.headers[.origin], origins.contains(origin) {
+            response.headers.append(HTTPField(name: .accessControlAllowOrigin, value: origin))
+            response.headers.append(HTTPField(name: .accessControlAllowCredentials, value: "true"))
+            response.headers.append(Self.exposedField)
         }
         return response
     }

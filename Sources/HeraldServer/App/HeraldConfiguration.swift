@@ -3,6 +3,9 @@ import HeraldAuth
 import HeraldHTTP
 import HeraldStore
 
+/// How hard the embedded store syncs (`--sync`), named here so the command line needs only HeraldServer.
+public typealias Synchronous = HeraldStore.Synchronous
+
 /// Everything the command line can set.
 public struct HeraldConfiguration: Sendable {
     public var http = HTTPServerConfiguration()

@@ -11,15 +11,15 @@ struct Health: Sendable {
 
     func add(to routes: inout Routes) {
         let (started, unready) = (live, unready)
-        routes.add("GET", "/health/live") { _ in
+        routes.add(.get, "/health/live") { _ in
             .json(["status": "live", "uptimeSeconds": .integer(Int(started.duration(to: .now).components.seconds))],
-                  headers: [("Cache-Control", "no-store")])
+                  headers: [.cacheControl: "no-store"])
         }
-        routes.add("GET", "/health/ready") { _ in
+        routes.add(.get, "/health/ready") { _ in
             if let reason = unready() {
-                throw Problem(status: 503, detail: "not ready: \(reason)", headers: [("Retry-After", "1"), ("Cache-Control", "no-store")])
+                throw Problem(status: .serviceUnavailable, detail: "not ready: \(reason)", headers: [.retryAfter: "1", .cacheControl: "no-store"])
             }
-            return .json(["status": "ready"], headers: [("Cache-Control", "no-store")])
+            return .json(["status": "ready"], headers: [.cacheControl: "no-store"])
         }
     }
 }

@@ -121,7 +121,7 @@ public final class Metrics: Sendable {
 
     /// The answer to `GET /metrics`.
     static func response(_ text: [UInt8]) -> Response {
-        Response(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")],
+        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
                  body: .bytes(text))
     }
 

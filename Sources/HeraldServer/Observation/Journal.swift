@@ -104,6 +104,9 @@ final class Journal: ChangeSink {
             case .unit(let unit):
                 values.append((UnitStore.topic(unit.id), ["unit": unit.json]))
                 members.append(Member(collection: UnitStore.collectionTopic, key: unit.id, value: unit.json))
+            case .unitRemoved(let id):
+                values.append((UnitStore.topic(id), nil))
+                members.append(Member(collection: UnitStore.collectionTopic, key: id, value: nil))
             }
         }
         hub.set(Self.updates(values, members))

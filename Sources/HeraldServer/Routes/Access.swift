@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAuth
 import HeraldHTTP
+import HTTPTypes
 
 /// Who may write and who may watch. With no key Herald is open: anyone may do anything, and only
 /// the write rate per address is limited. With a key, a write needs `Authorization: Bearer <jwt>`
@@ -34,16 +35,16 @@ struct Access: Sendable {
             guard let token = Self.bearer(request) else { throw Self.unauthorized("a change needs a token: Authorization: Bearer <jwt>") }
             let verified = try verify(token, with: verifier)
             guard verified.grants.mayPublish(topic) else {
-                throw Problem(status: 403, detail: "the token may not publish to '\(RequestGuard.printable(topic))'",
+                throw Problem(status: .forbidden, detail: "the token may not publish to '\(RequestGuard.printable(topic))'",
                               extra: [("topic", .string(topic))])
             }
             caller = Caller(token: verified)
             rateKey = verified.subject.map { "subject " + $0 } ?? "token " + token
         }
         if let writeRate, let wait = writeRate.take(rateKey) {
-            throw Problem(status: 429, detail: "more than \(writeRate.rate) changes a second from one "
+            throw Problem(status: .tooManyRequests, detail: "more than \(writeRate.rate) changes a second from one "
                           + (verifier == nil ? "address" : "token") + "; slow down",
-                          headers: [("Retry-After", String(wait.retryAfterSeconds))])
+                          headers: [.retryAfter: String(wait.retryAfterSeconds)])
         }
         return caller
     }
@@ -58,7 +59,7 @@ struct Access: Sendable {
         }
         let verified = try verify(token, with: verifier)
         if let denied = topics.first(where: { !verified.grants.maySubscribe($0) }) {
-            throw Problem(status: 403, detail: "the token may not subscribe to '\(RequestGuard.printable(denied))'",
+            throw Problem(status: .forbidden, detail: "the token may not subscribe to '\(RequestGuard.printable(denied))'",
                           extra: [("topic", .string(denied))])
         }
         return verified.expires
@@ -75,12 +76,12 @@ struct Access: Sendable {
     /// 401 with the challenge RFC 6750 §3 asks for; `invalid`: a token came and was refused.
     static func unauthorized(_ detail: String, invalid: Bool = false) -> Problem {
         let challenge = invalid ? "Bearer realm=\"herald\", error=\"invalid_token\"" : "Bearer realm=\"herald\""
-        return Problem(status: 401, detail: detail, headers: [("WWW-Authenticate", challenge)])
+        return Problem(status: .unauthorized, detail: detail, headers: [.wwwAuthenticate: challenge])
     }
 
     /// The token of `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1).
     static func bearer(_ request: Request) -> String? {
-        guard let value = request.header("Authorization") else { return nil }
+        guard let value = request.header(.authorization) else { return nil }
         let parts = value.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingSpacesAndTabs
@@ -89,8 +90,8 @@ struct Access: Sendable {
 
     /// The `herald_token` cookie, from any `Cookie` header.
     static func cookie(_ request: Request) -> String? {
-        for header in request.headers where header.name == "cookie" {
-            for pair in header.value.split(separator: ";") {
+        for value in request.headers[values: .cookie] {
+            for pair in value.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
                 if parts.count == 2, parts[0].trimmingSpacesAndTabs == cookie {
                     let value = parts[1].trimmingSpacesAndTabs

@@ -27,10 +27,10 @@ extension NewBid {
         try reader.finish()
         if let token = caller.token {
             guard let subject = token.subject, !subject.isEmpty else {
-                throw Problem(status: 403, detail: "the token has no sub: it names nobody to bid as")
+                throw Problem(status: .forbidden, detail: "the token has no sub: it names nobody to bid as")
             }
             if let bidder, bidder != subject {
-                throw Problem(status: 403, detail: "the token bids as '\(RequestGuard.printable(subject))', not as '\(RequestGuard.printable(bidder))'")
+                throw Problem(status: .forbidden, detail: "the token bids as '\(RequestGuard.printable(subject))', not as '\(RequestGuard.printable(bidder))'")
             }
         }
         self.init(bidder: bidder ?? "", amount: amount ?? 0)

@@ -28,9 +28,9 @@ struct EventRoutes: Sendable {
         for topic in topics {
             switch check(topic) {
             case .exists: continue
-            case .unknown: throw Problem(status: 404, detail: "no subject '\(RequestGuard.printable(topic))'")
+            case .unknown: throw Problem(status: .notFound, detail: "no subject '\(RequestGuard.printable(topic))'")
             case .malformed:
-                throw Problem(status: 400, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, units, "
+                throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, units, "
                               + "auctions/{id}, trips/{id}, units/{id} and notifications/{name}")
             }
         }
@@ -47,8 +47,8 @@ struct EventRoutes: Sendable {
         // A topic named twice is observed once.
         var seen = Set<String>()
         let topics = request.queryValues("topic").filter { seen.insert($0).inserted }
-        guard !topics.isEmpty else { throw Problem(status: 400, detail: "name at least one subject: /events?topic=currency&topic=auctions/1") }
-        guard topics.count <= Self.maxTopics else { throw Problem(status: 400, detail: "at most \(Self.maxTopics) topics per stream") }
+        guard !topics.isEmpty else { throw Problem(status: .badRequest, detail: "name at least one subject: /events?topic=currency&topic=auctions/1") }
+        guard topics.count <= Self.maxTopics else { throw Problem(status: .badRequest, detail: "at most \(Self.maxTopics) topics per stream") }
         return try stream(request, topics: topics)
     }
 
@@ -57,7 +57,7 @@ struct EventRoutes: Sendable {
 
     /// `Last-Event-ID` (header, or `lastEventId` for a first connection), else the snapshot choice.
     private func resumePoint(_ request: Request) throws -> ResumePoint {
-        if let last = request.header("Last-Event-ID") ?? request.query("lastEventId") {
+        if let last = request.header(.lastEventID) ?? request.query("lastEventId") {
             let digits = last.trimmingSpacesAndTabs
             guard digits.isASCIIDigits, let id = UInt64(digits) else { return .unknown }
             return .after(id)
@@ -65,7 +65,7 @@ struct EventRoutes: Sendable {
         switch request.query("snapshot") {
         case nil, "true", "1": return .now(snapshot: true)
         case "false", "0": return .now(snapshot: false)
-        case let other?: throw Problem(status: 400, detail: "snapshot must be true or false, not '\(other)'")
+        case let other?: throw Problem(status: .badRequest, detail: "snapshot must be true or false, not '\(other)'")
         }
     }
 
@@ -73,7 +73,7 @@ struct EventRoutes: Sendable {
     private func filter(_ request: Request) throws -> (@Sendable (Event) -> Bool)? {
         let fields = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { $0.trimmingSpacesAndTabs } }.filter { !$0.isEmpty })
         if let unknown = fields.subtracting(Self.tripFields).sorted().first {
-            throw Problem(status: 400, detail: "unknown field '\(unknown)': fields are \(Self.tripFields.sorted().joined(separator: ", "))")
+            throw Problem(status: .badRequest, detail: "unknown field '\(unknown)': fields are \(Self.tripFields.sorted().joined(separator: ", "))")
         }
         let object = request.query("object").map { "object:\($0)" }
         guard !fields.isEmpty || object != nil else { return nil }

@@ -2,14 +2,12 @@ import Foundation
 import HeraldHTTP
 import HeraldJSON
 import HeraldStore
+import HTTPTypes
 
 /// `Idempotency-Key`: a client that sends a change again with the same key (its answer was lost, a
 /// connection broke) gets the first answer again instead of a second change. The answer of a change
 /// that was made (2xx) is kept with it, in the same batch and so the same transaction, for a day.
 struct Idempotency: Sendable {
-    static let header = "Idempotency-Key"
-    static let replayed = "Idempotency-Replayed"
-
     /// The key as kept: the client's, scoped to the token's subject when there is one.
     let key: String
     /// Method, path and a digest of the body: the same key with another request is refused.
@@ -17,12 +15,12 @@ struct Idempotency: Sendable {
 
     /// The request's key, if it sent one; a malformed one is refused (400).
     init?(_ request: Request, subject: String?) throws {
-        guard let key = request.header(Self.header) else { return nil }
+        guard let key = request.header(.idempotencyKey) else { return nil }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw Problem(status: 400, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters")
+            throw Problem(status: .badRequest, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
         self.key = subject.map { "sub:\($0.utf8.count):\($0)|\(key)" } ?? key
-        fingerprint = "\(request.method) \(request.path) \(Self.digest(request.body))"
+        fingerprint = "\(request.method.rawValue) \(request.path) \(Self.digest(request.body))"
     }
 
     /// FNV-1a, 64 bits, in hex: enough to tell two bodies apart.
@@ -41,17 +39,21 @@ struct Idempotency: Sendable {
         guard kept.fingerprint == fingerprint else {
             let first = kept.fingerprint.split(separator: " ").prefix(2).joined(separator: " ")
             let message = "was used for another request (\(first)); use a new key"
-            return Problem(status: 422, detail: "this Idempotency-Key \(message)",
+            return Problem(status: .unprocessableContent, detail: "this Idempotency-Key \(message)",
                            extra: [("errors", [["field": "Idempotency-Key", "message": .string(message)]])]).response
         }
-        let headers = kept.headers.compactMap { $0.count == 2 ? (name: $0[0], value: $0[1]) : nil } + [(name: Self.replayed, value: "true")]
-        return Response(status: kept.status, headers: headers, body: .bytes(kept.body))
+        var headers = HTTPFields()
+        for pair in kept.headers where pair.count == 2 {
+            if let name = HTTPField.Name(pair[0]) { headers.append(HTTPField(name: name, value: pair[1])) }
+        }
+        headers[.idempotencyReplayed] = "true"
+        return Response(status: HTTPResponse.Status(code: kept.status), headers: headers, body: .bytes(kept.body))
     }
 
     /// What is kept of `response`: a change that was made, with a body in hand.
     func answer(_ response: Response, at now: Date) -> KeptAnswer? {
-        guard (200..<300).contains(response.status), case .bytes(let body) = response.body else { return nil }
-        let kept = response.headers.filter { ["location", "content-type"].contains($0.name.lowercased()) }.map { [$0.name, $0.value] }
-        return KeptAnswer(key: key, fingerprint: fingerprint, status: response.status, headers: kept, body: body, at: now)
+        guard response.status.kind == .successful, case .bytes(let body) = response.body else { return nil }
+        let kept = response.headers.filter { [.location, .contentType].contains($0.name) }.map { [$0.name.rawName, $0.value] }
+        return KeptAnswer(key: key, fingerprint: fingerprint, status: response.status.code, headers: kept, body: body, at: now)
     }
 }

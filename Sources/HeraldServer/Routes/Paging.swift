@@ -23,7 +23,7 @@ struct Paging {
         }
         guard text.utf8.count <= 4, text.isASCIIDigits,
               let limit = Int(text), (1...Self.maximumLimit).contains(limit) else {
-            throw Problem(status: 400, detail: "limit must be a whole number from 1 to \(Self.maximumLimit), not '\(text)'")
+            throw Problem(status: .badRequest, detail: "limit must be a whole number from 1 to \(Self.maximumLimit), not '\(text)'")
         }
         self.limit = limit
     }
@@ -33,7 +33,7 @@ struct Paging {
     func numericAfter() throws -> Int {
         guard let after else { return 0 }
         guard after.utf8.count <= 18, after.isASCIIDigits, let number = Int(after) else {
-            throw Problem(status: 400, detail: "after must be the id of an entry of the previous page, a whole number, not '\(after)'")
+            throw Problem(status: .badRequest, detail: "after must be the id of an entry of the previous page, a whole number, not '\(after)'")
         }
         return number
     }
@@ -58,7 +58,7 @@ struct Paging {
         arguments.append(("limit", String(limit)))
         arguments.append(("after", lastKey))
         let next = request.path + "?" + arguments.map { Self.escaped($0.name) + "=" + Self.escaped($0.value) }.joined(separator: "&")
-        return .json(.object([(name, .array(entries)), ("next", .string(next))]), headers: [("Link", "<\(next)>; rel=\"next\"")])
+        return .json(.object([(name, .array(entries)), ("next", .string(next))]), headers: [.link: "<\(next)>; rel=\"next\""])
     }
 
     /// `text` with everything but RFC 3986's unreserved characters percent-encoded.

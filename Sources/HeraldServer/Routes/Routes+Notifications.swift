@@ -4,16 +4,16 @@ import HeraldJSON
 
 extension Routes {
     mutating func addNotifications(_ journal: Journal, events: EventRoutes) {
-        write("POST", "/notifications/{name}", topic: "notifications/{name}") { request, _ in
+        write(.post, "/notifications/{name}", topic: "notifications/{name}") { request, _ in
             let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
             return { () throws(DomainError) in
                 let id = try journal.post(post.entry(postedAt: Timestamp.format(journal.now)))
-                return .json(["id": .string(String(id ?? 0))], status: 202)
+                return .json(["id": .string(String(id ?? 0))], status: .accepted)
             }
         }
-        add("GET", "/notifications/{name}/events") { request in
+        add(.get, "/notifications/{name}/events") { request in
             let name = request.parameter("name")
-            guard NotificationPost.isValidName(name) else { throw Problem(status: 404, detail: "'\(name)' is not a notification name") }
+            guard NotificationPost.isValidName(name) else { throw Problem(status: .notFound, detail: "'\(name)' is not a notification name") }
             return try events.stream(request, topics: [NotificationPost.topic(name)])
         }
     }

@@ -1,32 +1,33 @@
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
+import HTTPTypes
 
 extension Routes {
     mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
-        add("GET", "/units") { request in
+        add(.get, "/units") { request in
             let paging = try Paging(request)
             let page = paging.page(units.units(after: paging.after))
             return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
-        add("GET", "/units/events") { request in try events.stream(request, topics: [UnitStore.collectionTopic]) }
-        add("GET", "/units/{id}") { request in .json(try units.get(request.parameter("id")).json) }
-        write("PUT", "/units/{id}", topic: "units/{id}") { request, _ in
+        add(.get, "/units/events") { request in try events.stream(request, topics: [UnitStore.collectionTopic]) }
+        add(.get, "/units/{id}") { request in .json(try units.get(request.parameter("id")).json) }
+        write(.put, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
             let unit = try HeraldDomain.Unit(id: id, json: try request.json())
             return { () throws(DomainError) in
                 let created = try units.put(unit)
-                return .json(unit.json, status: created ? 201 : 200, headers: created ? [("Location", "/units/\(id)")] : [])
+                return .json(unit.json, status: created ? .created : .ok, headers: created ? [.location: "/units/\(id)"] : [:])
             }
         }
-        write("DELETE", "/units/{id}", topic: "units/{id}") { request, _ in
+        write(.delete, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
             return { () throws(DomainError) in
                 try units.delete(id)
-                return .empty(status: 204)
+                return .empty(status: .noContent)
             }
         }
-        add("GET", "/units/{id}/events") { request in
+        add(.get, "/units/{id}/events") { request in
             try events.stream(request, topics: [UnitStore.topic(request.parameter("id"))])
         }
     }

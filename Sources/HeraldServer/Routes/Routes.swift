@@ -3,6 +3,7 @@ import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
 import Logging
+import HTTPTypes
 
 /// Builds the router; every handler's `DomainError` becomes its problem response here, in one place.
 /// What went wrong underneath is logged here with the request's id, which the problem carries too.
@@ -27,7 +28,7 @@ struct Routes {
         }
     }
 
-    mutating func add(_ method: String, _ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Response) {
+    mutating func add(_ method: HTTPRequest.Method, _ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Response) {
         let logger = logger
         router.add(method, pattern) { request in
             do {
@@ -47,7 +48,7 @@ struct Routes {
     ///
     /// With an `Idempotency-Key`, a change made before with the same key is not made again: its kept
     /// answer is given (see `Idempotency`).
-    mutating func write(_ method: String, _ pattern: String, topic: String,
+    mutating func write(_ method: HTTPRequest.Method, _ pattern: String, topic: String,
                         _ handler: @escaping @Sendable (Request, Access.Caller) throws -> Change) {
         let (journal, logger, access) = (journal, logger, access)
         add(method, pattern) { request in
@@ -101,16 +102,16 @@ extension Problem {
         } ?? []
         switch error.kind {
         case .notFound:
-            self.init(status: 404, detail: error.message, extra: extra)
+            self.init(status: .notFound, detail: error.message, extra: extra)
         case .conflict:
-            self.init(status: 409, detail: error.message, extra: extra)
+            self.init(status: .conflict, detail: error.message, extra: extra)
         case .unavailable:
-            self.init(status: 503, detail: error.message, headers: [("Retry-After", "1")])
+            self.init(status: .serviceUnavailable, detail: error.message, headers: [.retryAfter: "1"])
         case .failed:
-            self.init(status: 500, detail: error.message)
+            self.init(status: .internalServerError, detail: error.message)
         case .invalid:
             let fields = error.fields.map { JSONValue.object([("field", .string($0.field)), ("message", .string($0.message))]) }
-            self.init(status: 422, detail: error.message, extra: [("errors", .array(fields))] + extra)
+            self.init(status: .unprocessableContent, detail: error.message, extra: [("errors", .array(fields))] + extra)
         }
     }
 }
@@ -118,14 +119,14 @@ extension Problem {
 extension Request {
     /// The body as JSON: 415 unless it is declared JSON, 400 when it does not parse.
     func json() throws -> JSONValue {
-        let type = header("Content-Type")?.split(separator: ";").first?.trimmingSpacesAndTabs.lowercased() ?? ""
+        let type = header(.contentType)?.split(separator: ";").first?.trimmingSpacesAndTabs.lowercased() ?? ""
         guard type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json")) else {
-            throw Problem(status: 415, detail: "the body must be application/json, not '\(type.isEmpty ? "(none)" : type)'")
+            throw Problem(status: .unsupportedMediaType, detail: "the body must be application/json, not '\(type.isEmpty ? "(none)" : type)'")
         }
         do {
             return try JSONValue.parse(body)
         } catch {
-            throw Problem(status: 400, detail: error.reason)
+            throw Problem(status: .badRequest, detail: error.reason)
         }
     }
 }

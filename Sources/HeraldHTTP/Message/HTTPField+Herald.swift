@@ -1,0 +1,19 @@
+import HTTPTypes
+
+/// The header fields Herald reads or writes that swift-http-types does not name.
+extension HTTPField.Name {
+    public static let requestID = known("X-Request-ID")
+    public static let lastEventID = known("Last-Event-ID")
+    public static let idempotencyKey = known("Idempotency-Key")
+    public static let idempotencyReplayed = known("Idempotency-Replayed")
+    public static let xForwardedFor = known("X-Forwarded-For")
+    public static let xAccelBuffering = known("X-Accel-Buffering")
+    public static let referrerPolicy = known("Referrer-Policy")
+    public static let link = known("Link")
+
+    /// A name written in this file, known to be a token.
+    private static func known(_ name: StaticString) -> Self {
+        guard let field = Self(name.description) else { preconditionFailure("\(name) is not a header field name") }
+        return field
+    }
+}

@@ -1,0 +1,141 @@
+import CLinux
+import CMicroHTTPD
+import HeraldJSON
+import HTTPTypes
+
+// Answering a request: a response queued to libmicrohttpd, or a stream handed to the stream engine.
+// All on the daemon's thread.
+extension HTTPServer {
+    /// Queues the answer to a request, with its id (`X-Request-ID`, and `requestId` in a problem
+    /// document), and tells the observer; a stream is handed to the engine.
+    func answer(_ response: Response, on connection: OpaquePointer, method: String, context: RequestContext,
+                        chunked: Bool = false) -> MHD_Result {
+        let response = Self.identified(response, id: context.id)
+        if case .eventStream(let feed) = response.body, method != "HEAD" {
+            return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited,
+                            method: method, context: context)
+        }
+        report(response.status.code, method: method, context: context, isStream: false)
+        return queue(response, on: connection, method: method, chunked: chunked)
+    }
+
+    private func report(_ status: Int, method: String, context: RequestContext, isStream: Bool) {
+        guard let observer else { return }
+        observer.answered(Exchange(method: method, path: context.target?.path ?? Self.path(of: context.rawTarget), route: context.route,
+                                   status: status, duration: context.startedAt.duration(to: .now), requestID: context.id,
+                                   client: context.client, isStream: isStream))
+    }
+
+    /// The target's path, for a request whose target did not parse: what comes before the query.
+    private static func path(of target: String) -> String {
+        String(target.prefix { $0 != "?" }.prefix(200))
+    }
+
+    /// `response` with `X-Request-ID`, and with `requestId` in its problem document: every problem,
+    /// whoever made it, names the request the log lines name.
+    public static func identified(_ response: Response, id: String) -> Response {
+        var response = response
+        response.headers.append(HTTPField(name: .requestID, value: id))
+        if response.status.code >= 400, case .bytes(let bytes) = response.body, bytes.last == UInt8(ascii: "}"),
+           response.headers[.contentType] == "application/problem+json" {
+            // The id is letters, digits and JSON-safe punctuation (`RequestIDs.isUsable`): no escaping.
+            var body = Array(bytes.dropLast())
+            body.append(contentsOf: (bytes.count > 2 ? #","requestId":""# : #""requestId":""#).utf8)
+            body.append(contentsOf: id.utf8)
+            body.append(contentsOf: #""}"#.utf8)
+            response.body = .bytes(body)
+        }
+        return response
+    }
+
+    /// Sends the stream engine the wake-up this thread deferred while answering, if any.
+    func sendDeferredWakeup() {
+        if clinux_end_deferral() != 0 { streams.signal() }
+    }
+
+    func tooLarge() -> Response {
+        Problem(status: .contentTooLarge, detail: "the request body is larger than \(configuration.bodyLimit) bytes").response
+    }
+
+    /// Makes libmicrohttpd's response and queues it. The body is copied: every answer carries its own
+    /// request id, so a finished response is never sent twice.
+    private func queue(_ response: Response, on connection: OpaquePointer, method: String, chunked: Bool = false) -> MHD_Result {
+        let mhdResponse: OpaquePointer?
+        switch response.body {
+        case .eventStream(let feed) where method == "HEAD":
+            // The head a GET would get, and no stream: nothing is subscribed, nothing is written.
+            feed.close()
+            mhdResponse = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT)
+        case .bytes(let bytes):
+            mhdResponse = bytes.withUnsafeBytes { buffer in
+                MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
+            }
+        case .eventStream(let feed):
+            // Handed over in `answer`; one that reaches here is the handler's mistake.
+            feed.close()
+            return queue(Problem(status: .internalServerError, detail: "the stream was not started").response, on: connection, method: method)
+        case .deferred:
+            // A deferred answer that is itself deferred: a handler's bug, answered plainly.
+            return queue(Problem(status: .internalServerError, detail: "the answer was not made").response, on: connection, method: method)
+        }
+        guard let mhdResponse else { return MHD_Result.NO }
+        for field in response.headers {
+            _ = MHD_add_response_header(mhdResponse, field.name.rawName, field.value)
+        }
+        let result = MHD_queue_response(connection, UInt32(response.status.code), mhdResponse)
+        MHD_destroy_response(mhdResponse)
+        return result
+    }
+
+    /// Gives an SSE stream's socket to the stream engine: a second descriptor of it, the head and the
+    /// first bytes (the preamble, and the snapshot or replay already queued) to write. Returning
+    /// `MHD_NO` then makes libmicrohttpd drop its connection without a byte (connection.c:3070–3084,
+    /// `connection_close_error`), release its memory pool, and close only its own descriptor: with
+    /// `MHD_USE_TURBO` it does not `shutdown` the socket (connection.c:796), and it removes the
+    /// socket from its epoll set before closing (daemon.c:3824). A request pipelined after a stream
+    /// is never answered, as a stream does not end.
+    private func handOver(_ feed: any EventFeed, head headers: HTTPFields, connection: OpaquePointer,
+                          framing: StreamFraming, method: String, context: RequestContext) -> MHD_Result {
+        let shuttingDown = draining.load(ordering: .sequentiallyConsistent)
+        let socket = shuttingDown ? -1 : clinux_dup(cmhd_connection_fd(connection))
+        var start = StreamHead.bytes(headers: headers, framing: framing)
+        if socket >= 0 {
+            var body = EventStream.buffer()
+            body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
+            _ = feed.take(into: &body, limit: EventStream.writeSize)
+            let offset = EventStream.frame(&body, framing)
+            start.append(contentsOf: body[offset...])
+        }
+        var refused: StreamEngine.Refusal? = .full
+        if socket >= 0 {
+            do throws(StreamEngine.Refusal) {
+                try streams.add(socket: socket, framing: framing, feed: feed, client: context.client, requestID: context.id,
+                                path: context.target?.path ?? "-", start: start)
+                report(200, method: method, context: context, isStream: true)
+                // The first events (snapshot or replay) go out with the head.
+                if let observer, feed.eventsTaken > 0 { observer.delivered(feed.eventsTaken) }
+                return MHD_Result.NO
+            } catch {
+                refused = error
+            }
+            close(socket)
+        }
+        feed.close()
+        let cors = HTTPFields(headers.filter { $0.name.canonicalName.hasPrefix("access-control-") })
+        let refusal: Problem
+        if shuttingDown || draining.load(ordering: .sequentiallyConsistent) {
+            refusal = Problem(status: .serviceUnavailable, detail: "the server is shutting down; reconnect to another or later",
+                              headers: [.retryAfter: "1", .connection: "close"] + cors)
+        } else if refused == .clientFull {
+            refusal = Problem(status: .tooManyRequests, detail: "this client holds \(configuration.streamsPerClient ?? 0) streams, as many as one "
+                              + "address may; close one, or watch several subjects on one stream (/events?topic=…)",
+                              headers: [.retryAfter: "5"] + cors)
+        } else {
+            refusal = Problem(status: .serviceUnavailable, detail: "the server holds as many streams as it can; reconnect later",
+                              headers: [.retryAfter: "5"] + cors)
+        }
+        let answer = Self.identified(refusal.response, id: context.id)
+        report(answer.status.code, method: method, context: context, isStream: false)
+        return queue(answer, on: connection, method: method)
+    }
+}

@@ -1,0 +1,136 @@
+import CLinux
+import CMicroHTTPD
+import HTTPTypes
+
+// Reading a request: its head checked before the body, its body gathered, then the handler's answer.
+// All on the daemon's thread, from `accessCallback`.
+extension HTTPServer {
+    func handle(
+        connection: OpaquePointer, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+        upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>, context contextPointer: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        // The target callback always made the context; without one, close.
+        guard let raw = contextPointer.pointee else { return MHD_Result.NO }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        let methodName = method.map { String(cString: $0) } ?? ""
+        if !context.started {
+            // First call, head only. Queueing a response now costs keep-alive (see shared notes), so only
+            // a refusal is answered now: its connection closes, and no byte after the head is read.
+            context.started = true
+            context.startedAt = .now
+            headDeadlines.headReceived(connection)
+            let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
+            context.head = Self.fields(head)
+            context.id = requestIDs.id(for: context.head[values: .requestID].first)
+            context.client = client(of: connection, head: context.head)
+            if context.rawTarget.utf8.count > configuration.targetBytesLimit {
+                let problem = Problem(status: .uriTooLong, detail: "the request target is longer than \(configuration.targetBytesLimit) bytes",
+                                      headers: [.connection: "close"])
+                return answer(problem.response, on: connection, method: methodName, context: context)
+            }
+            if head.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }) > configuration.headerBytesLimit {
+                let problem = Problem(status: .requestHeaderFieldsTooLarge, detail: "the request's header fields are larger than \(configuration.headerBytesLimit) bytes",
+                                      headers: [.connection: "close"])
+                return answer(problem.response, on: connection, method: methodName, context: context)
+            }
+            let declaredLength: Int?
+            do throws(Problem) {
+                let target = try RequestTarget(context.rawTarget)
+                context.target = target
+                declaredLength = try requestGuard.check(version: version.map { String(cString: $0) } ?? "", headers: head,
+                                                        authority: target.authority)
+            } catch {
+                var response = error.response
+                if response.headers[.connection] == nil { response.headers[.connection] = "close" }
+                return answer(response, on: connection, method: methodName, context: context)
+            }
+            if let declaredLength, declaredLength > configuration.bodyLimit {
+                return answer(tooLarge(), on: connection, method: methodName, context: context)
+            }
+            return MHD_Result.YES
+        }
+        if uploadSize.pointee > 0 {
+            if !context.tooLarge, let upload {
+                if context.body.count + uploadSize.pointee > configuration.bodyLimit {
+                    context.tooLarge = true
+                    context.body = []
+                } else {
+                    upload.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
+                        context.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: uploadSize.pointee))
+                    }
+                }
+            }
+            uploadSize.pointee = 0
+            return MHD_Result.YES
+        }
+        let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
+        if let pending = context.pending {
+            // Resumed: the deferred answer is ready (libmicrohttpd calls again only after a resume).
+            guard let answer = pending.take() else {
+                MHD_suspend_connection(connection)
+                return MHD_Result.YES
+            }
+            context.pending = nil
+            return self.answer(answer, on: connection, method: methodName, context: context, chunked: http11)
+        }
+        if context.tooLarge { return answer(tooLarge(), on: connection, method: methodName, context: context) }
+        guard let target = context.target else { return MHD_Result.NO }
+        // The stream engine is woken once this answer is out (in the completed callback), not while
+        // it is made: on a shared core, a fan-out started mid-request would delay the answer.
+        clinux_defer_wakeups()
+        guard let typedMethod = HTTPRequest.Method(methodName) else {
+            let problem = Problem(status: .badRequest, detail: "the method is not a token", headers: [.connection: "close"])
+            return answer(problem.response, on: connection, method: methodName, context: context)
+        }
+        let request = Request(
+            method: typedMethod, path: target.path, segments: target.segments,
+            query: target.query.map { ($0.name, $0.value) },
+            headers: context.head,
+            body: context.body, id: context.id, client: context.client)
+        let response = handler(request)
+        context.route = response.route
+        if case .deferred(let deferred) = response.body {
+            // Suspended before the answer can come, so the resume always finds it suspended.
+            let pending = PendingAnswer(connection: connection, headers: response.headers)
+            context.pending = pending
+            MHD_suspend_connection(connection)
+            deferred.start { pending.give($0) }
+            sendDeferredWakeup()
+            return MHD_Result.YES
+        }
+        return answer(response, on: connection, method: methodName, context: context, chunked: http11)
+    }
+
+    /// The connection's peer, or behind a trusted proxy the client it forwards for.
+    private func client(of connection: OpaquePointer, head: HTTPFields) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let peer = cmhd_client_address(connection, &buffer, buffer.count) == 0 ? Self.string(buffer) : "-"
+        guard !clients.trustedProxies.isEmpty else { return peer }
+        return clients.client(peer: peer, forwardedFor: head[values: .xForwardedFor])
+    }
+
+    /// The head's fields, typed. A name that is not a token is left out here: `RequestGuard`, which
+    /// reads the head as received, refuses that request.
+    private static func fields(_ head: [(name: String, value: String)]) -> HTTPFields {
+        var fields = HTTPFields()
+        fields.reserveCapacity(head.count)
+        for (name, value) in head {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        return fields
+    }
+
+    /// Every key/value pair of one kind (headers, query arguments), in order.
+    private static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(name: String, value: String)] {
+        var pairs: [(name: String, value: String)] = []
+        withUnsafeMutablePointer(to: &pairs) { pointer in
+            _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
+                guard let cls, let key else { return MHD_Result.YES }
+                let pairs = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
+                pairs.pointee.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                return MHD_Result.YES
+            }, pointer)
+        }
+        return pairs
+    }
+}

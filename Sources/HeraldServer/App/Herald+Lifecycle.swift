@@ -1,0 +1,54 @@
+import HeraldHTTP
+
+/// Starting, draining and stopping. `herald serve` calls these on SIGTERM and SIGINT; tests call them.
+extension Herald {
+    /// The port Herald listens on, once started.
+    public var port: Int { server.port }
+
+    /// The port `/metrics` is served on alone (`--metrics-port`), once started; nil when it is the public one.
+    public var metricsPort: Int? { metricsServer?.port }
+
+    public func start() throws {
+        try server.start()
+        if let metricsServer {
+            do {
+                try metricsServer.start()
+            } catch {
+                server.stop(grace: .zero)
+                throw error
+            }
+            logger.info("metrics listening", metadata: ["http.host": "\(configuration.metricsListener?.host ?? "")",
+                                                        "http.port": "\(metricsServer.port)"])
+        }
+        pruning?.start()
+        logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
+        if let key = configuration.tokenKey {
+            logger.info("tokens required", metadata: ["auth.algorithm": "\(key.name)", "auth.public_streams": "\(configuration.publicStreams)"])
+        } else {
+            logger.warning("no token key (--jwt-key): Herald is open, and anyone who can reach it may change and watch everything")
+        }
+    }
+
+    /// Starts shutting down: `/health/ready` answers 503, so a balancer sends no more, while requests
+    /// and streams are served as before until `stop()`.
+    public func beginDraining() {
+        guard draining.set() else { return }
+        logger.info("draining: /health/ready answers 503")
+    }
+
+    /// Stops timers, ends every stream cleanly and stops listening.
+    public func stop() {
+        beginDraining()
+        pruning?.stop()
+        listener?.stop()
+        auctions.stop()
+        // Every change asked for is answered before the server stops; later ones are refused (503).
+        journal.writer.stop()
+        let written = journal.writer.statistics
+        logger.info("writer stopped", metadata: ["writer.changes": "\(written.changes)", "writer.batches": "\(written.batches)"])
+        server.stop()
+        metricsServer?.stop(grace: .zero)
+        hub.endAll()
+        logger.info("herald stopped")
+    }
+}

@@ -1,0 +1,54 @@
+import HeraldCore
+import HeraldDomain
+import HeraldHTTP
+import Logging
+
+/// Every route Herald serves, in one place: the subjects', the streams' and the service's own.
+enum RouteTable {
+    static func router(subjects: Subjects, hub: Hub, journal: Journal, access: Access, queueLimit: Int,
+                       startedAt: ContinuousClock.Instant, health: Health, scrape: (@Sendable () -> [UInt8])?, logger: Logger) -> Router {
+        let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access) { status(of: $0, in: subjects) }
+        var routes = Routes(logger: logger, journal: journal, access: access)
+        routes.addAuctions(subjects.auctions, events: events)
+        routes.addCurrency(subjects.currency, events: events)
+        routes.addTrips(subjects.trips, events: events)
+        routes.addUnits(subjects.units, events: events)
+        routes.addNotifications(journal, events: events)
+        routes.add(.get, "/events") { request in try events.streamMany(request) }
+        routes.add(.get, "/health") { _ in
+            .json([
+                "status": "ok", "observers": .integer(hub.observerCount), "subjects": .integer(hub.subjects.count),
+                "lastEventId": .string(String(hub.lastEventId)),
+                "uptimeSeconds": .integer(Int(startedAt.duration(to: .now).components.seconds)),
+            ])
+        }
+        health.add(to: &routes)
+        if let scrape { routes.add(.get, "/metrics") { _ in Metrics.response(scrape()) } }
+        routes.add(.get, "/subjects") { _ in
+            .json(["subjects": .array(hub.subjects.map {
+                ["topic": .string($0.topic), "observers": .integer($0.observers), "lastEventId": .string(String($0.lastEventId))]
+            })])
+        }
+        routes.addPage()
+        routes.add(.get, "/openapi.yaml") { _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .bytes(PackageResources.openapi_yaml))
+        }
+        return routes.router
+    }
+
+    /// Whether a stream's topic names something: a subject that exists, one that does not (404), or no
+    /// topic Herald has (400).
+    static func status(of topic: String, in subjects: Subjects) -> EventRoutes.TopicStatus {
+        let parts = topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let known: Bool
+        switch (parts.first, parts.count) {
+        case ("currency", 1), ("units", 1): return .exists
+        case ("auctions", 2) where !parts[1].isEmpty: known = subjects.auctions.exists(parts[1])
+        case ("trips", 2) where !parts[1].isEmpty: known = subjects.trips.exists(parts[1])
+        case ("units", 2) where HeraldDomain.Unit.isValidId(parts[1]): known = subjects.units.exists(parts[1])
+        case ("notifications", 2) where NotificationPost.isValidName(parts[1]): return .exists
+        default: return .malformed
+        }
+        return known ? .exists : .unknown
+    }
+}

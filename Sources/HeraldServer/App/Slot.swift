@@ -1,0 +1,11 @@
+import Synchronization
+
+/// A value filled in after what reads it is made.
+final class Slot<Value: Sendable>: Sendable {
+    private let stored = Mutex<Value?>(nil)
+
+    var value: Value? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
+    }
+}

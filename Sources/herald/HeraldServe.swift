@@ -1,0 +1,303 @@
+import ArgumentParser
+import CoreMetrics
+import Foundation
+import HeraldAuth
+import HeraldHTTP
+import HeraldServer
+import Logging
+import Prometheus
+
+/// `herald [serve]`: runs the server until SIGTERM or SIGINT. Every option can also come from `HERALD_<NAME>`.
+struct HeraldServe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Runs the server until SIGTERM or SIGINT (the default command).",
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_STORE, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_CONNECTIONS_PER_SECOND, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY, HERALD_LOG_FORMAT, HERALD_NO_ACCESS_LOG=1, HERALD_NO_METRICS=1, HERALD_METRICS_HOST, HERALD_METRICS_PORT, HERALD_DRAIN_SECONDS. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
+
+    @Option(help: "Address to listen on (env HERALD_HOST).")
+    var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (env HERALD_PORT).")
+    var port: Int = Environment.int("HERALD_PORT") ?? 8080
+
+    @Option(help: "Seconds between heartbeat comments on idle streams; 0 turns them off (env HERALD_HEARTBEAT_SECONDS).")
+    var heartbeatSeconds: Int = Environment.int("HERALD_HEARTBEAT_SECONDS") ?? 15
+
+    @Option(name: [.customLong("history-events"), .customLong("history")],
+            help: "Past events kept for Last-Event-ID replay (env HERALD_HISTORY_EVENTS).")
+    var history: Int = Environment.int("HERALD_HISTORY_EVENTS") ?? Environment.int("HERALD_HISTORY") ?? 10_000
+
+    @Option(help: "Days an event is kept for replay; 0 keeps them whatever their age (env HERALD_HISTORY_DAYS).")
+    var historyDays: Int = Environment.int("HERALD_HISTORY_DAYS") ?? 7
+
+    @Option(help: "Directory of the embedded SQLite store (env HERALD_DATA_DIR).")
+    var dataDir: String = Environment.string("HERALD_DATA_DIR") ?? "./herald-data"
+
+    @Option(help: "Keep state in PostgreSQL instead of the data directory: a libpq URL such as postgres://herald@db:5432/herald (env HERALD_STORE).")
+    var store: String? = Environment.string("HERALD_STORE")
+
+    @Flag(help: "Store nothing: an ephemeral server that forgets everything when it stops (env HERALD_IN_MEMORY=1).")
+    var inMemory: Bool = Environment.flag("HERALD_IN_MEMORY")
+
+    @Option(help: "normal: a commit survives a crash of Herald; full: also a power cut, at a cost per write (env HERALD_SYNC).")
+    var sync: String = Environment.string("HERALD_SYNC") ?? "normal"
+
+    @Option(help: "Live events that may wait for one slow observer before its stream is closed (env HERALD_OBSERVER_QUEUE).")
+    var observerQueue: Int = Environment.int("HERALD_OBSERVER_QUEUE") ?? 4096
+
+    @Option(help: "Bytes of libmicrohttpd memory per connection: headers and buffers (env HERALD_CONNECTION_MEMORY).")
+    var connectionMemory: Int = Environment.int("HERALD_CONNECTION_MEMORY") ?? 16_384
+
+    @Option(help: "Origins browsers may call from: * or a comma-separated list such as https://a.example,http://localhost:3000; a listed origin may send credentials (env HERALD_CORS_ORIGIN).")
+    var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"
+
+    @Option(help: "Host names requests may carry in Host, comma-separated (name or name:port), or *; others get 421. Default: 127.0.0.1, localhost and [::1] when listening on loopback, else any (env HERALD_ALLOWED_HOSTS).")
+    var allowedHosts: String? = Environment.string("HERALD_ALLOWED_HOSTS")
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
+    var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
+
+    @Flag(help: "Start empty, without the example auction, trip and unit (env HERALD_NO_EXAMPLES=1).")
+    var noExamples: Bool = Environment.flag("HERALD_NO_EXAMPLES")
+
+    @Option(help: "HS256 secret (at least 32 bytes) that tokens are signed with; with a key, changes and streams need a token. Prefer --jwt-key-file: a command line is visible to other users (env HERALD_JWT_KEY).")
+    var jwtKey: String? = Environment.string("HERALD_JWT_KEY")
+
+    @Option(help: "File holding the HS256 secret; a trailing newline is not part of it (env HERALD_JWT_KEY_FILE).")
+    var jwtKeyFile: String? = Environment.string("HERALD_JWT_KEY_FILE")
+
+    @Option(help: "PEM public key (EC P-256 for ES256, or RSA for RS256) that tokens are checked with (env HERALD_JWT_PUBLIC_KEY_FILE).")
+    var jwtPublicKeyFile: String? = Environment.string("HERALD_JWT_PUBLIC_KEY_FILE")
+
+    @Flag(help: "With a key, streams need no token; changes still do (env HERALD_PUBLIC_STREAMS=1).")
+    var publicStreams: Bool = Environment.flag("HERALD_PUBLIC_STREAMS")
+
+    @Option(help: "SSE streams one client address may hold; more get 429; 0: no limit (env HERALD_STREAMS_PER_ADDRESS).")
+    var streamsPerAddress: Int = Environment.int("HERALD_STREAMS_PER_ADDRESS") ?? 100
+
+    @Option(help: "SSE streams held in all; more get 503. Default: the open-file limit less a reserve (env HERALD_MAX_STREAMS).")
+    var maxStreams: Int? = Environment.int("HERALD_MAX_STREAMS")
+
+    @Option(help: "New connections one address may open a second (bursts of twice that); more are closed unanswered; trusted proxies are not limited; 0: no limit (env HERALD_CONNECTIONS_PER_SECOND).")
+    var connectionsPerSecond: Int = Environment.int("HERALD_CONNECTIONS_PER_SECOND") ?? 200
+
+    @Option(help: "Changes one token, or without a key one address, may make a second (bursts of twice that); more get 429 with Retry-After; 0: no limit (env HERALD_WRITES_PER_SECOND).")
+    var writesPerSecond: Int = Environment.int("HERALD_WRITES_PER_SECOND") ?? 200
+
+    @Option(help: "Seconds a client has to send a request's head; then its connection is closed (env HERALD_HEADER_TIMEOUT).")
+    var headerTimeout: Int = Environment.int("HERALD_HEADER_TIMEOUT") ?? 10
+
+    @Option(help: "Largest request head (header names and values) in bytes; larger gets 431 (env HERALD_MAX_HEADER_BYTES).")
+    var maxHeaderBytes: Int = Environment.int("HERALD_MAX_HEADER_BYTES") ?? 8192
+
+    @Option(help: "Longest request target (path and query) in bytes; longer gets 414 (env HERALD_MAX_URL_BYTES).")
+    var maxUrlBytes: Int = Environment.int("HERALD_MAX_URL_BYTES") ?? 8192
+
+    @Option(help: "Proxy addresses or CIDR ranges, comma-separated, whose X-Forwarded-For names the client (env HERALD_TRUSTED_PROXY).")
+    var trustedProxy: String? = Environment.string("HERALD_TRUSTED_PROXY")
+
+    @Option(help: "text, or json: one JSON object per line for log collectors (env HERALD_LOG_FORMAT).")
+    var logFormat: String = Environment.string("HERALD_LOG_FORMAT") ?? "text"
+
+    @Flag(help: "No access line per request (streams still log their opening and closing) (env HERALD_NO_ACCESS_LOG=1).")
+    var noAccessLog: Bool = Environment.flag("HERALD_NO_ACCESS_LOG")
+
+    @Flag(help: "Count nothing and serve no /metrics (env HERALD_NO_METRICS=1).")
+    var noMetrics: Bool = Environment.flag("HERALD_NO_METRICS")
+
+    @Option(help: "Serve /metrics on this address only, not on the public listener; with --metrics-port (env HERALD_METRICS_HOST).")
+    var metricsHost: String? = Environment.string("HERALD_METRICS_HOST")
+
+    @Option(help: "Serve /metrics on this port only, not on the public listener; 0 picks a free one (env HERALD_METRICS_PORT).")
+    var metricsPort: Int? = Environment.int("HERALD_METRICS_PORT")
+
+    @Option(help: "Seconds between SIGTERM and the streams' end, while /health/ready answers 503 so a balancer stops sending; SIGINT (Ctrl-C) or a second signal stops at once (env HERALD_DRAIN_SECONDS).")
+    var drainSeconds: Int = Environment.int("HERALD_DRAIN_SECONDS") ?? 2
+
+    /// Every range is one the server can run with: a heartbeat in milliseconds fits an Int32, a queue
+    /// or a pool fits in memory.
+    func validate() throws {
+        if let bad = Environment.numbers.first(where: { Environment.string($0) != nil && Environment.int($0) == nil }) {
+            throw ValidationError("\(bad) must be a whole number, not '\(Environment.string(bad) ?? "")'")
+        }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard (0...86_400).contains(heartbeatSeconds) else { throw ValidationError("--heartbeat-seconds must be 0 to 86400") }
+        guard (4096...1_048_576).contains(connectionMemory) else { throw ValidationError("--connection-memory must be 4096 to 1048576") }
+        guard (1...1_000_000).contains(observerQueue) else { throw ValidationError("--observer-queue must be 1 to 1000000") }
+        guard (1...10_000_000).contains(history) else { throw ValidationError("--history-events must be 1 to 10000000") }
+        guard (0...36_500).contains(historyDays) else { throw ValidationError("--history-days must be 0 to 36500") }
+        guard Self.isOriginList(corsOrigin) else {
+            throw ValidationError("--cors-origin must be * or a comma-separated list of origins such as https://a.example")
+        }
+        if let allowedHosts, allowedHosts != "*", Self.hostList(allowedHosts) == nil {
+            throw ValidationError("--allowed-hosts must be * or a comma-separated list of host names (name or name:port)")
+        }
+        guard Synchronous(rawValue: sync) != nil else { throw ValidationError("--sync must be normal or full") }
+        if let store {
+            guard store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") else {
+                throw ValidationError("--store must be a PostgreSQL URL: postgres://user@host:port/database")
+            }
+            guard !inMemory else { throw ValidationError("give one of --store and --in-memory") }
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+        guard [jwtKey, jwtKeyFile, jwtPublicKeyFile].compactMap({ $0 }).count <= 1 else {
+            throw ValidationError("give one of --jwt-key, --jwt-key-file and --jwt-public-key-file")
+        }
+        guard (0...1_000_000).contains(streamsPerAddress) else { throw ValidationError("--streams-per-address must be 0 to 1000000") }
+        if let maxStreams, !(1...1_000_000).contains(maxStreams) { throw ValidationError("--max-streams must be 1 to 1000000") }
+        guard (0...1_000_000).contains(connectionsPerSecond) else { throw ValidationError("--connections-per-second must be 0 to 1000000") }
+        guard (0...1_000_000).contains(writesPerSecond) else { throw ValidationError("--writes-per-second must be 0 to 1000000") }
+        guard (1...3600).contains(headerTimeout) else { throw ValidationError("--header-timeout must be 1 to 3600 seconds") }
+        guard (1024...1_048_576).contains(maxHeaderBytes) else { throw ValidationError("--max-header-bytes must be 1024 to 1048576") }
+        guard (256...1_048_576).contains(maxUrlBytes) else { throw ValidationError("--max-url-bytes must be 256 to 1048576") }
+        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
+        if let metricsPort, !(0...65535).contains(metricsPort) { throw ValidationError("--metrics-port must be 0 to 65535") }
+        if metricsHost != nil, metricsPort == nil { throw ValidationError("--metrics-host needs --metrics-port") }
+        if noMetrics, metricsPort != nil { throw ValidationError("--metrics-port serves /metrics, which --no-metrics turns off") }
+        guard (0...300).contains(drainSeconds) else { throw ValidationError("--drain-seconds must be 0 to 300") }
+        if let trustedProxy, Self.addressRanges(trustedProxy) == nil {
+            throw ValidationError("--trusted-proxy must be addresses or CIDR ranges, comma-separated (10.0.0.0/8,::1)")
+        }
+    }
+
+    /// The key from `--jwt-key`, `--jwt-key-file` or `--jwt-public-key-file`; nil when none is given.
+    func tokenKey() throws -> TokenKey? {
+        if let jwtKey { return try waitFor { try await TokenKey.secret(jwtKey) } }
+        if let jwtKeyFile {
+            let secret = try Self.read(jwtKeyFile, trimmingNewline: true)
+            return try waitFor { try await TokenKey.secret(secret) }
+        }
+        if let jwtPublicKeyFile {
+            let pem = try Self.read(jwtPublicKeyFile, trimmingNewline: false)
+            return try waitFor { try await TokenKey.publicKey(pem: pem) }
+        }
+        return nil
+    }
+
+    /// A key file's text; a secret's one trailing newline (as `echo` writes it) is not part of it.
+    static func read(_ path: String, trimmingNewline: Bool) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read the key file '\(path)'") }
+        var text = String(decoding: data, as: UTF8.self)
+        if trimmingNewline, text.hasSuffix("\n") { text.removeLast() }
+        if trimmingNewline, text.hasSuffix("\r") { text.removeLast() }
+        return text
+    }
+
+    /// Comma-separated addresses or CIDR ranges; nil when one is neither.
+    static func addressRanges(_ text: String) -> [AddressRange]? {
+        let ranges = text.split(separator: ",").map { AddressRange($0.trimmingCharacters(in: .whitespaces)) }
+        guard !ranges.isEmpty, ranges.allSatisfy({ $0 != nil }) else { return nil }
+        return ranges.compactMap { $0 }
+    }
+
+    func run() throws {
+        // First, before any thread exists: a SIGTERM sent as soon as the server answers is never lost.
+        let termination = Termination()
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = logFormat == "json"
+        LoggingSystem.bootstrap { label in
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "herald")
+        let openFiles = raiseOpenFileLimit()
+
+        var configuration = HeraldConfiguration()
+        configuration.http.host = host
+        configuration.http.port = port
+        configuration.http.connectionMemoryLimit = connectionMemory
+        configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
+        configuration.history = history
+        configuration.historyDays = historyDays > 0 ? historyDays : nil
+        configuration.dataDirectory = inMemory || store != nil ? nil : dataDir
+        configuration.postgresURL = store
+        configuration.synchronous = Synchronous(rawValue: sync) ?? .normal
+        configuration.observerQueueLimit = observerQueue
+        configuration.corsOrigin = corsOrigin
+        configuration.http.allowedHosts = allowedHosts == "*" ? nil : allowedHosts.flatMap(Self.hostList) ?? Self.loopbackHosts(host)
+        configuration.examples = !noExamples
+        configuration.publicStreams = publicStreams
+        configuration.writesPerSecond = writesPerSecond > 0 ? writesPerSecond : nil
+        configuration.http.streamsPerClient = streamsPerAddress > 0 ? streamsPerAddress : nil
+        configuration.http.streamLimit = maxStreams
+        configuration.http.connectionsPerSecond = connectionsPerSecond > 0 ? connectionsPerSecond : nil
+        configuration.http.headerTimeout = .seconds(headerTimeout)
+        configuration.http.headerBytesLimit = maxHeaderBytes
+        configuration.http.targetBytesLimit = maxUrlBytes
+        configuration.http.connectionMemoryLimit = max(connectionMemory, maxHeaderBytes + maxUrlBytes)
+        configuration.http.trustedProxies = trustedProxy.flatMap(Self.addressRanges) ?? []
+        configuration.metrics = !noMetrics
+        configuration.metricsListener = metricsPort.map { (metricsHost ?? "127.0.0.1", $0) }
+        configuration.accessLog = !noAccessLog
+        do {
+            configuration.tokenKey = try tokenKey()
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode(64)
+        }
+
+        let herald: Herald
+        do {
+            herald = try Herald(configuration: configuration, logger: logger)
+            try herald.start()
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode.failure
+        }
+        // Libraries that count through swift-metrics count into Herald's /metrics too.
+        if let metrics = herald.metrics { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics.registry)) }
+        logger.info("ready", metadata: ["open.files": "\(openFiles)"])
+        let signal = termination.wait()
+        if signal == SIGTERM, drainSeconds > 0 {
+            // A balancer polling /health/ready sees 503 and stops sending; the streams still run.
+            herald.beginDraining()
+            logger.info("draining before stopping", metadata: ["drain.seconds": "\(drainSeconds)"])
+            _ = termination.wait(seconds: drainSeconds)
+        }
+        logger.info("stopping")
+        herald.stop()
+    }
+
+    /// `*`, or origins: a scheme, `://`, and a host with an optional port, printable and without spaces.
+    static func isOriginList(_ text: String) -> Bool {
+        if text == "*" { return true }
+        let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        return !origins.isEmpty && origins.allSatisfy { origin in
+            (origin.hasPrefix("http://") || origin.hasPrefix("https://")) && origin.count <= 200
+                && origin.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && $0 != "," }
+        }
+    }
+
+    /// Host names or `name:port`, as `RequestGuard` compares them; nil when one is not a host.
+    static func hostList(_ text: String) -> [String]? {
+        let hosts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard !hosts.isEmpty, hosts.allSatisfy({ !$0.isEmpty && $0.count <= 255 && $0.unicodeScalars.allSatisfy {
+            CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-._:[]".unicodeScalars.contains($0)
+        } }) else { return nil }
+        return hosts
+    }
+
+    /// On loopback, only names that lead here: a page on another site whose name an attacker points at
+    /// 127.0.0.1 (DNS rebinding) is refused. Elsewhere, any host.
+    static func loopbackHosts(_ listen: String) -> [String]? {
+        let loopback = listen == "localhost" || listen.hasPrefix("127.") || listen == "::1" || listen == "[::1]"
+        guard loopback else { return nil }
+        return Array(Set(["127.0.0.1", "localhost", "[::1]", listen.lowercased()]))
+    }
+
+    /// Raises the soft open-file limit to the hard one: every connection is a file.
+    private func raiseOpenFileLimit() -> UInt {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        return UInt(limit.rlim_cur)
+    }
+}

@@ -1,0 +1,37 @@
+import Glibc
+
+/// SIGTERM and SIGINT, held from the moment this is made until `wait()` takes one. They are blocked
+/// in the calling thread before any other thread exists, so every thread made later (libmicrohttpd's,
+/// the stream watcher, Dispatch's) inherits the block and no signal can end or escape the process
+/// between the port opening and the wait: `sigwait` takes it from the pending set.
+final class Termination {
+    private var signals = sigset_t()
+
+    init() {
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+
+    /// Blocks until SIGTERM or SIGINT, and returns which.
+    @discardableResult
+    func wait() -> Int32 {
+        var received: Int32 = 0
+        while sigwait(&signals, &received) != 0 {}
+        return received
+    }
+
+    /// Blocks until SIGTERM or SIGINT, or for `seconds`; returns the signal, or nil when the time ran out.
+    func wait(seconds: Int) -> Int32? {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return nil }
+            var timeout = timespec(tv_sec: Int(left.components.seconds), tv_nsec: Int(left.components.attoseconds / 1_000_000_000))
+            let received = sigtimedwait(&signals, nil, &timeout)
+            if received > 0 { return received }
+            if errno != EINTR { return nil }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import HeraldDomain
+import Testing
+
+@Suite struct UnitStoreTests {
+    @Test func unitsAreCreatedReplacedAndRemoved() throws {
+        let sink = RecordingSink()
+        let store = UnitStore(sink: sink)
+        #expect(try store.put(HeraldDomain.Unit(id: "a", name: "Alpha", status: .healthy)))
+        #expect(try !store.put(HeraldDomain.Unit(id: "a", name: "Alpha", status: .dead)))
+        #expect(try store.get("a").status == .dead)
+        try store.delete("a")
+        #expect(sink.names == ["unit", "unit", "removed"])
+        let created = sink.all.compactMap { if case .unitSaved(_, let created) = $0 { created } else { nil } }
+        #expect(created == [true, false])
+        #expect(!store.exists("a"))
+        #expect(throws: DomainError.self) { try store.put(HeraldDomain.Unit(id: "bad id!", name: "x", status: .healthy)) }
+        #expect(throws: DomainError.notFound("unit", "a")) { try store.delete("a") }
+        #expect(sink.all.count == 3, "refused changes publish nothing")
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import HeraldDomain
+import HeraldServer
+import HeraldStore
+import HeraldTestSupport
+
+/// The built `herald` executable, next to the test bundle; `HERALD_BINARY` names another build (the
+/// test command runs the process tests again on the AddressSanitizer build).
+func heraldExecutable() -> URL {
+    if let binary = ProcessInfo.processInfo.environment["HERALD_BINARY"], !binary.isEmpty {
+        return URL(fileURLWithPath: binary)
+    }
+    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald")
+}
+
+/// `herald` as a child process. It binds port 0 itself and the port is read from its log: choosing a
+/// free port here and passing it on would race with every other server the parallel tests start
+/// (a check of /health could then reach one of theirs).
+final class HeraldProcess {
+    /// For load tests from one address: no limit on streams per address, new connections or writes.
+    static let unlimited = ["--streams-per-address", "0", "--connections-per-second", "0", "--writes-per-second", "0"]
+
+    let process = Process()
+    let port: Int
+    private let errors = Pipe()
+    /// What it wrote to standard error so far.
+    let log = LogLines()
+
+    /// Starts `herald` in memory, or on `dataDirectory` when given, or on the database `arguments`
+    /// name with `--store`.
+    init(arguments: [String] = [], dataDirectory: String? = nil) throws {
+        process.executableURL = heraldExecutable()
+        let store = arguments.contains("--store") ? [] : dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
+        // No pause between SIGTERM and the streams' end unless a test asks for one.
+        let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
+        process.arguments = ["--port", "0", "--log-level", "info"] + store + drain + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        let log = self.log
+        errors.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
+        try process.run()
+        let child = process
+        guard eventually(timeout: 10, { log.listeningPort != nil || !child.isRunning }), let port = log.listeningPort else {
+            process.terminate()
+            throw TestError("herald did not start: \(log.text.suffix(2000))")
+        }
+        self.port = port
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        errors.fileHandleForReading.readabilityHandler = nil
+    }
+
+    /// A field of /proc/PID/status, such as `Threads` or `VmRSS` (kB).
+    func status(_ field: String) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else { return nil }
+        let line = text.split(separator: "\n").first { $0.hasPrefix(field + ":") }
+        return line?.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
+    }
+}
