@@ -21,6 +21,17 @@ import Testing
         #expect(throws: DomainError.self) { try NewBid(json: [.int(1)]) }
     }
 
+    /// Lengths are counted in code points, as openapi.yaml's maxLength is: a combining mark
+    /// (U+1CF14, found by schemathesis) joins the character before it into one grapheme but is a code point of its own.
+    @Test func lengthsCountCodePoints() throws {
+        let marked = "%\u{1CF14}" + String(repeating: "*", count: 198)
+        #expect(marked.count == 199)
+        #expect(marked.unicodeScalars.count == 200)
+        #expect(try NewAuction(json: ["item": .string(marked)]).item == marked)
+        #expect(throws: DomainError.self) { try NewAuction(json: ["item": .string(marked + "*")]) }
+        #expect(throws: DomainError.self) { try NewBid(json: ["bidder": .string("e\u{301}" + String(repeating: "b", count: 99)), "amount": 5]) }
+    }
+
     @Test func unitsAndCurrency() throws {
         #expect(try HeraldDomain.Unit(id: "a", json: ["name": "Alpha", "status": "healthy"]) == HeraldDomain.Unit(id: "a", name: "Alpha", status: .healthy))
         do {

@@ -37,7 +37,9 @@ struct FieldReader {
             fail(name, "must be a string, got \(value.typeName)")
             return nil
         }
-        if let length, !length.contains(string.count) {
+        // Code points, as JSON Schema's maxLength counts them: a combining mark is a code point of its
+        // own but joins the character before it in a count of characters (graphemes).
+        if let length, !length.contains(string.unicodeScalars.count) {
             fail(name, "must be \(length.lowerBound) to \(length.upperBound) characters long")
             return nil
         }
