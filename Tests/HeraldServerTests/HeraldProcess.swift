@@ -37,8 +37,19 @@ final class HeraldProcess {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
         let log = self.log
-        errors.fileHandleForReading.readabilityHandler = { handle in log.append(handle.availableData) }
         try process.run()
+        // Read with blocking reads on a thread of its own until the child closes its end, not with
+        // `readabilityHandler`: tearing down that handler's dispatch read source races libdispatch's epoll
+        // bookkeeping on Linux, and it crashed the test process in `_dispatch_event_loop_drain` in CI
+        // (swift-corelibs-libdispatch#949). Started after `run()`, which closes the parent's write end.
+        let reader = errors.fileHandleForReading
+        Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(reader.fileDescriptor, $0.baseAddress, $0.count) }
+                if count > 0 { log.append(Data(buffer[..<count])) } else if count == 0 || errno != EINTR { break }
+            }
+        }.start()
         let child = process
         guard eventually(timeout: 10, { log.listeningPort != nil || !child.isRunning }), let port = log.listeningPort else {
             process.terminate()
@@ -52,7 +63,6 @@ final class HeraldProcess {
             process.terminate()
             process.waitUntilExit()
         }
-        errors.fileHandleForReading.readabilityHandler = nil
     }
 
     /// A field of /proc/PID/status, such as `Threads` or `VmRSS` (kB).
