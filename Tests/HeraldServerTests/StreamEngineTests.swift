@@ -5,24 +5,37 @@ import Testing
 /// The stream engine as clients see it: framing, partial writes, slow and stalled readers, and a
 /// publish that does not wait for its fan-out.
 @Suite struct StreamEngineTests {
-    /// Reads a raw stream until it ends or `timeout` passes; returns the head and the decoded body.
-    func readToEnd(_ socket: Socket, timeout: Double) throws -> (HTTPResponseParser.Head?, [UInt8], ended: Bool) {
+    /// A raw stream read through a strict HTTP parser, its decoded body kept as it arrives.
+    final class RawStream {
+        let socket: Socket
         var parser = HTTPResponseParser()
         var body: [UInt8] = []
-        let deadline = Date().addingTimeInterval(timeout)
-        while !parser.complete, Date() < deadline {
-            socket.setTimeout(max(deadline.timeIntervalSinceNow, 0.01))
-            guard let bytes = try? socket.receive() else { continue }
-            if bytes.isEmpty {
-                parser.finish()
+        var ended = false
+
+        init(_ socket: Socket) { self.socket = socket }
+
+        /// Reads until `done` holds for the body, the stream ends, or `timeout` passes; returns `done`'s answer.
+        @discardableResult
+        func read(timeout: Double, until done: ([UInt8]) -> Bool = { _ in false }) throws -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while !ended, !done(body), Date() < deadline {
+                socket.setTimeout(max(deadline.timeIntervalSinceNow, 0.01))
+                guard let bytes = try? socket.receive() else { continue }
+                if bytes.isEmpty {
+                    parser.finish()
+                    ended = true
+                } else {
+                    try parser.feed(bytes)
+                    ended = parser.complete
+                }
                 body += parser.body
-                return (parser.head, body, true)
+                parser.body.removeAll()
             }
-            try parser.feed(bytes)
-            body += parser.body
-            parser.body.removeAll()
+            return done(body)
         }
-        return (parser.head, body, parser.complete)
+
+        /// Heartbeat comments in the body so far.
+        var heartbeats: Int { String(decoding: body, as: UTF8.self).components(separatedBy: ": heartbeat").count - 1 }
     }
 
     /// HTTP/1.1 gets chunks and a last chunk at shutdown, HTTP/1.0 a body that ends with the
@@ -36,18 +49,29 @@ import Testing
         try one.send("GET /notifications/framing/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
         let zero = try Socket(port: port)
         try zero.send("GET /notifications/framing/events HTTP/1.0\r\n\r\n")
-        #expect(eventually(timeout: 5) { (try? server.observers(of: "notifications/framing")) == 2 })
-        Thread.sleep(forTimeInterval: 0.5)  // heartbeats
+        #expect(eventually(timeout: 10) { (try? server.observers(of: "notifications/framing")) == 2 })
+        let streams = [(RawStream(one), true), (RawStream(zero), false)]
+        for (stream, _) in streams {
+            let heartbeat = try stream.read(timeout: 30) { _ in stream.heartbeats >= 1 }
+            #expect(heartbeat, "a heartbeat before the burst")
+        }
         let burst = 300
         for index in 1...burst {
             let pad = String(repeating: "p", count: index * 7 % 900)
             #expect(try client.post("/notifications/framing", #"{"userInfo":{"n":\#(index),"pad":"\#(pad)"}}"#).status == 202)
         }
-        Thread.sleep(forTimeInterval: 0.5)  // more heartbeats after the burst
+        for (stream, _) in streams {
+            let all = try stream.read(timeout: 60) { String(decoding: $0.suffix(4000), as: UTF8.self).contains(#""n":\#(burst),"#) }
+            #expect(all, "the whole burst arrived")
+            let before = stream.heartbeats
+            let heartbeat = try stream.read(timeout: 30) { _ in stream.heartbeats > before }
+            #expect(heartbeat, "a heartbeat after the burst")
+        }
         let herald = server.herald
         Thread { herald.stop() }.start()  // streams end cleanly, once what is queued is read
-        for (socket, http11) in [(one, true), (zero, false)] {
-            let (head, body, ended) = try readToEnd(socket, timeout: 10)
+        for (stream, http11) in streams {
+            try stream.read(timeout: 30)
+            let (head, body, ended) = (stream.parser.head, stream.body, stream.ended)
             #expect(ended, "the body ended (HTTP/1.1: with its last chunk; HTTP/1.0: with the connection)")
             let head_ = try #require(head)
             #expect(head_.status == 200)
@@ -63,7 +87,7 @@ import Testing
             let numbers = events.compactMap { ($0.json["userInfo"] as? [String: Any])?["n"] as? Int }
             #expect(numbers == Array(1...burst), "every event once, in order (HTTP/1.\(http11 ? 1 : 0))")
             #expect(sse.comments.filter { $0.contains("heartbeat") }.count >= 2, "heartbeats before and after the burst")
-            socket.close()
+            stream.socket.close()
         }
     }
 
@@ -158,7 +182,7 @@ import Testing
         #expect(refused.header("Content-Type") == "application/problem+json")
         #expect(refused.header("Retry-After") == "5")
         streams.removeLast().close()
-        #expect(eventually(timeout: 2) { (try? server.observers(of: "currency")) == 15 })
+        #expect(eventually(timeout: 10) { (try? server.observers(of: "currency")) == 15 })
         let again = try server.stream("/currency/events")
         #expect(again.head?.status == 200)
         _ = try again.next(timeout: 5)
@@ -189,33 +213,24 @@ import Testing
         stalled.close()
     }
 
-    /// A bid does not wait for its fan-out: with 1,000 watchers its median answer time stays within
-    /// twice (plus half a millisecond) of that with none. (The figures are in BENCHMARKS.md; this only
-    /// catches a return of fan-out to the request path: queueing to 1,000 observers there measured 4.4 ms
-    /// against 1.7 ms alone in a debug build; the engine keeps it at 1.5 against 1.4.)
+    /// A bid does not wait for its fan-out: the events of 40 bids reach 1,000 watchers, and every
+    /// batch of them was queued to the observers on the stream engine's thread, never on a thread that
+    /// answers requests (the writer's or libmicrohttpd's). The property itself is checked, not a
+    /// timing: how fast a bid is answered with many watchers is measured in `Benchmarks/`.
     @Test func aBidDoesNotWaitForItsWatchers() throws {
-        let herald = try HeraldProcess(arguments: ["--no-examples"] + HeraldProcess.unlimited)
-        let client = HTTPClient(port: herald.port)
-        func medianBidMilliseconds(_ auction: String, from start: Int) throws -> Double {
-            var times: [Double] = []
-            for amount in start..<(start + 41) {
-                let began = Date()
-                #expect(try client.post("/auctions/\(auction)/bids", #"{"bidder":"b","amount":\#(amount)}"#).status == 201)
-                times.append(Date().timeIntervalSince(began) * 1000)
-                Thread.sleep(forTimeInterval: 0.02)
-            }
-            return times.sorted()[times.count / 2]
-        }
-        let quiet = try #require(try client.post("/auctions", #"{"item":"quiet","countdownSeconds":3600}"#).json["id"] as? String)
-        let watched = try #require(try client.post("/auctions", #"{"item":"watched","countdownSeconds":3600}"#).json["id"] as? String)
-        _ = try medianBidMilliseconds(quiet, from: 1)  // warm up
-        let alone = try medianBidMilliseconds(quiet, from: 100)
-        let fleet = try SSEFleet(port: herald.port, path: "/auctions/\(watched)/events", count: 1000)
+        let server = try TestHerald { ($0.http.streamsPerClient, $0.http.connectionsPerSecond) = (nil, nil) }
+        defer { server.stop() }
+        let client = server.client()
+        let watched = try server.auction(countdown: 3600)
+        let fleet = try SSEFleet(port: server.port, path: "/auctions/\(watched)/events", count: 1000)
         defer { fleet.close() }
-        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 1 } }, "every watcher got its snapshot")
-        // The watchers' sockets hold the 41 bids (about 15 KB each) until they are read below.
-        let watchedTime = try medianBidMilliseconds(watched, from: 1)
-        #expect(watchedTime <= 2 * alone + 0.5, "median bid: \(watchedTime) ms with 1,000 watchers, \(alone) ms with none")
-        #expect(fleet.pump(timeout: 30) { $0.events.allSatisfy { $0.count >= 42 } }, "and every watcher got every bid")
+        #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { $0.count >= 1 } }, "every watcher got its snapshot")
+        for amount in 1...40 {
+            #expect(try client.post("/auctions/\(watched)/bids", #"{"bidder":"b","amount":\#(amount)}"#).status == 201)
+        }
+        #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { $0.count >= 41 } }, "every watcher got every bid")
+        let threads = server.herald.deliveringThreads
+        #expect(Array(threads.keys) == ["herald-streams"], "fan-out ran on \(threads)")
+        #expect(threads.values.reduce(0, +) >= 1)
     }
 }

@@ -138,7 +138,10 @@ struct PostgresStoreTests {
             secondBegan.withLock { $0 = committed }
         }
         thread.start()
-        Thread.sleep(forTimeInterval: 0.3)
+        // The second batch is seen waiting for the advisory lock in PostgreSQL, however late its thread started.
+        let waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = "
+            + "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        #expect(eventually(timeout: 60) { (try? TestPostgres.run(waiting, on: url)) == "1" }, "the second batch asks for the lock")
         #expect(secondBegan.withLock { $0 } == nil, "the second batch waits for the first")
         try first.commitBatch()
         #expect(eventually(timeout: 5) { secondBegan.withLock { $0 } != nil })

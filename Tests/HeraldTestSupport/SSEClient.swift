@@ -27,14 +27,14 @@ public final class SSEClient {
 
     /// Reads until the response head is in. Returns it.
     @discardableResult
-    public func awaitHead(timeout: Double = 5) throws -> HTTPResponseParser.Head {
+    public func awaitHead(timeout: Double = 15) throws -> HTTPResponseParser.Head {
         while head == nil { try pump(timeout: timeout) }
         guard let head else { throw TestError("no head") }
         return head
     }
 
     /// The next event, waiting up to `timeout` seconds.
-    public func next(timeout: Double = 5) throws -> SSEEvent {
+    public func next(timeout: Double = 15) throws -> SSEEvent {
         let deadline = Date().addingTimeInterval(timeout)
         while ready.isEmpty {
             guard !ended else { throw TestError("stream ended") }
@@ -46,12 +46,12 @@ public final class SSEClient {
     }
 
     /// The next `count` events.
-    public func next(_ count: Int, timeout: Double = 5) throws -> [SSEEvent] {
+    public func next(_ count: Int, timeout: Double = 15) throws -> [SSEEvent] {
         try (0..<count).map { _ in try next(timeout: timeout) }
     }
 
     /// Waits for an event named `name`, skipping others.
-    public func next(named name: String, timeout: Double = 5) throws -> SSEEvent {
+    public func next(named name: String, timeout: Double = 15) throws -> SSEEvent {
         while true {
             let event = try next(timeout: timeout)
             if event.event == name { return event }
@@ -59,7 +59,7 @@ public final class SSEClient {
     }
 
     /// Reads until the server ends the stream (true) or `timeout` passes with it still open (false).
-    public func awaitEnd(timeout: Double = 5) -> Bool {
+    public func awaitEnd(timeout: Double = 15) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while !ended {
             let left = deadline.timeIntervalSinceNow
@@ -72,7 +72,7 @@ public final class SSEClient {
     /// Reads until `count` comments (heartbeats) have arrived in all (true), or `timeout` passes (false).
     /// Events that arrive meanwhile are kept for `next`. Silence is asserted with a marker instead: the
     /// event after it is published must be the next one read.
-    public func awaitComments(_ count: Int, timeout: Double = 5) -> Bool {
+    public func awaitComments(_ count: Int, timeout: Double = 15) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while comments.count < count {
             let left = deadline.timeIntervalSinceNow

@@ -8,7 +8,7 @@ public final class Socket {
 
     /// - Parameter receiveBuffer: a small kernel receive buffer (set before connecting, as TCP needs),
     ///   so a client that stops reading fills it quickly.
-    public init(port: Int, host: String = "127.0.0.1", timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
+    public init(port: Int, host: String = "127.0.0.1", timeout: Double = 30, receiveBuffer: Int32? = nil) throws {
         fd = clinux_connect_ipv4(host, UInt16(port), receiveBuffer ?? 0)
         guard fd >= 0 else { throw TestError("connect to \(host):\(port) failed: errno \(errno)") }
         setTimeout(timeout)

@@ -33,25 +33,25 @@ def test_the_page_works_with_a_token_and_bids_as_its_user(secured):
         browser.get(secured.origin + "/")
         # Reads are open, the stream is not: the page lists the auctions but does not connect.
         wait(browser, lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "reconnecting",
-             10, "the stream is refused without a token")
+             20, "the stream is refused without a token")
         before = secured.request("GET", "/auctions/1")["price"]
         bid(browser, "", before + 10)
-        wait(browser, lambda: "token" in text(browser, "bid-problem"), 3, "the 401 shows next to the form")
+        wait(browser, lambda: "token" in text(browser, "bid-problem"), 20, "the 401 shows next to the form")
         assert secured.request("GET", "/auctions/1")["price"] == before
 
         browser.find_element(By.ID, "token").send_keys(token(secured, "--sub", "carol", "--publish", "auctions/*",
                                                              "--subscribe", "*"))
         browser.find_element(By.ID, "token-button").click()
-        wait(browser, lambda: connected(browser), 10, "the page connects with the token")
+        wait(browser, lambda: connected(browser), 20, "the page connects with the token")
         bid(browser, "", before + 10)
-        wait(browser, lambda: text(browser, "auction-price") == str(before + 10), 3, "the bid shows through the stream")
+        wait(browser, lambda: text(browser, "auction-price") == str(before + 10), 20, "the bid shows through the stream")
         assert text(browser, "auction-leader") == "carol"
         # Another name than the token's user is refused.
         bid(browser, "mallory", before + 20)
-        wait(browser, lambda: "carol" in text(browser, "bid-problem"), 3, "the 403 shows next to the form")
+        wait(browser, lambda: "carol" in text(browser, "bid-problem"), 20, "the 403 shows next to the form")
         # The token is kept for this tab: a reload connects at once.
         browser.refresh()
-        wait(browser, lambda: connected(browser), 10, "the page reconnects with the kept token")
+        wait(browser, lambda: connected(browser), 20, "the page reconnects with the kept token")
     finally:
         os.makedirs(ARTIFACTS, exist_ok=True)
         browser.save_screenshot(os.path.join(ARTIFACTS, "session-token.png"))

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 BUDGET = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "600"))
-DEADLINE = 5.0
+DEADLINE = 15.0
 STATUS = re.compile(rb"HTTP/1\.[01] (\d{3}) ")
 
 
@@ -69,7 +69,7 @@ def exchange(port, data):
 
 
 def alive(port):
-    return urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).status == 200
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=15).status == 200
 
 
 # --- generators ---------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ class Stream:
         self.buffer = b""
         self.events = []
 
-    def read_until(self, count, timeout=10):
+    def read_until(self, count, timeout=30):
         """Reads until `count` events (with an `event:` line) have come."""
         self.socket.settimeout(0.2)
         deadline = time.time() + timeout
@@ -83,7 +83,7 @@ class Stream:
         self.socket.close()
 
 
-def eventually(check, timeout=10):
+def eventually(check, timeout=30):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if check():
@@ -154,7 +154,7 @@ def test_a_slow_consumer_is_disconnected_and_counted(herald):
     for _ in range(100):
         assert call(origin, "POST", "/notifications/flood", {"userInfo": {"text": "x" * 30_000}})[0] == 202
     # Blocked through two heartbeat rounds (1 s each), or its queue overflowed: either way, cut off.
-    assert eventually(lambda: value(scrape(origin), "herald_slow_consumer_disconnects_total") == 1, timeout=15)
+    assert eventually(lambda: value(scrape(origin), "herald_slow_consumer_disconnects_total") == 1, timeout=30)
     samples = scrape(origin)
     assert value(samples, "herald_streams_closed_total", reason="slow consumer") == 1
     assert value(samples, "herald_streams_open") == 0

@@ -5,6 +5,10 @@ extension Herald {
     /// The port Herald listens on, once started.
     public var port: Int { server.port }
 
+    /// The threads that fanned published events out to observers, by name, with their batch counts:
+    /// only the stream engine's (`herald-streams`) when a publisher never waits for its observers.
+    public var deliveringThreads: [String: Int] { hub.deliveringThreads }
+
     /// The port `/metrics` is served on alone (`--metrics-port`), once started; nil when it is the public one.
     public var metricsPort: Int? { metricsServer?.port }
 

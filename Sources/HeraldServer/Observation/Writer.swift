@@ -1,3 +1,4 @@
+import CLinux
 import Dispatch
 import Foundation
 import HeraldDomain
@@ -81,6 +82,7 @@ final class Writer: Sendable {
         }) else { return }
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
+            _ = clinux_name_this_thread("herald-writer")
             self.thread.store(UInt(pthread_self()), ordering: .releasing)
             ready.signal()
             run(prepare: prepare, finish: finish)
