@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON"]),
         .target(name: "HeraldCore", dependencies: ["CLinux", "HeraldJSON"]),
         .target(name: "HeraldDomain"),
-        .target(name: "HeraldAuth", dependencies: [.product(name: "JWTKit", package: "jwt-kit")]),
+        .target(name: "HeraldAuth", dependencies: ["HeraldJSON", .product(name: "JWTKit", package: "jwt-kit")]),
         .target(
             name: "HeraldHTTP",
             dependencies: [

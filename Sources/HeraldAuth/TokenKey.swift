@@ -14,6 +14,9 @@ public struct TokenKey: Sendable {
     /// The JWS algorithm name: `HS256`, `ES256` or `RS256`.
     public var name: String { algorithm.name }
 
+    /// The signature of a JWS signing input (`header.payload`), for tokens made by hand (tests, tools).
+    public func sign(_ input: [UInt8]) throws -> [UInt8] { try algorithm.sign(input) }
+
     /// An HS256 secret. Shorter than 32 bytes is refused: RFC 7518 §3.2 asks for a key at least as
     /// long as the hash.
     public static func secret(_ secret: String) async throws(TokenKeyError) -> TokenKey {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldJSON
 import JWTKit
 import Synchronization
 
@@ -40,6 +41,7 @@ public struct TokenVerifier: Sendable {
         let bytes = Array(token.utf8)
         guard bytes.count <= Self.maximumLength else { throw TokenError("the token is longer than \(Self.maximumLength) bytes") }
         guard let lastDot = bytes.lastIndex(of: UInt8(ascii: ".")) else { throw TokenError("the token is not a JWT (header.payload.signature)") }
+        try Self.checkStrictJSON(bytes[..<lastDot])
         let header: JWTHeader, claims: TokenClaims, signature: Data
         do {
             (header, claims, signature) = try parser.parse(bytes, as: TokenClaims.self)
@@ -49,6 +51,8 @@ public struct TokenVerifier: Sendable {
         guard header.alg == key.name else {
             throw TokenError("the token is signed with '\(Self.printable(header.alg ?? "(none)"))'; Herald accepts \(key.name) only")
         }
+        // RFC 7515 §4.1.11: an extension listed as critical must be understood, and Herald knows none.
+        guard header.fields["crit"] == nil else { throw TokenError("the token's header lists a critical extension ('crit') Herald does not understand") }
         let valid: Bool
         do {
             valid = try key.algorithm.verify(signature, signs: bytes[..<lastDot])
@@ -61,14 +65,53 @@ public struct TokenVerifier: Sendable {
         return verified
     }
 
+    /// The latest expiry Herald keeps: the end of the year 9999. A later `exp` (9999999999999999999 and
+    /// 1e300 are common "never expires" values) means no expiry within any deadline Herald keeps, and
+    /// is read as this, so that no arithmetic on it can overflow.
+    public static let latestExpiry = Date(timeIntervalSince1970: 253_402_300_799)
+
     /// The claims' times: `exp` must be there and later than now, `nbf` (if any) not later.
     static func check(_ claims: TokenClaims, at now: Date) throws(TokenError) -> VerifiedToken {
-        guard let expires = claims.exp?.value else { throw TokenError("the token has no exp claim") }
+        guard let claimed = claims.exp?.value else { throw TokenError("the token has no exp claim") }
+        guard claimed.timeIntervalSince1970.isFinite else { throw TokenError("the token's exp is not a time") }
+        let expires = min(claimed, Self.latestExpiry)
         guard expires > now else { throw TokenError("the token expired at \(Self.time(expires))") }
         if let notBefore = claims.nbf?.value, notBefore > now {
             throw TokenError("the token is not valid before \(Self.time(notBefore))")
         }
         return VerifiedToken(subject: claims.sub?.value, expires: expires, grants: claims.herald ?? Grants())
+    }
+
+    /// The header and the payload must each be one JSON object under Herald's strict parser: a claim
+    /// named twice (`{"exp": later, "exp": 1}`) is refused (RFC 7519 §4), as in every request body,
+    /// rather than read one way here and another by whoever issued the token.
+    static func checkStrictJSON(_ signed: ArraySlice<UInt8>) throws(TokenError) {
+        let parts = signed.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 2 else { throw TokenError("the token is not a JWT (header.payload.signature)") }
+        for (part, name) in zip(parts, ["header", "payload"]) {
+            guard let json = Self.base64URLDecoded(part) else { throw TokenError("the token's \(name) is not base64url") }
+            let value: JSONValue
+            do {
+                value = try JSONValue.parse(json)
+            } catch {
+                throw TokenError("the token's \(name) is not strict JSON: \(error)")
+            }
+            guard case .object = value else { throw TokenError("the token's \(name) is not a JSON object") }
+        }
+    }
+
+    /// Base64url without padding (RFC 7515 §2), as JWTs carry it; nil if it is not that.
+    static func base64URLDecoded(_ text: ArraySlice<UInt8>) -> Data? {
+        var bytes = text.map { byte -> UInt8 in
+            switch byte {
+            case UInt8(ascii: "-"): UInt8(ascii: "+")
+            case UInt8(ascii: "_"): UInt8(ascii: "/")
+            default: byte
+            }
+        }
+        guard !bytes.contains(UInt8(ascii: "=")), bytes.count % 4 != 1 else { return nil }
+        while bytes.count % 4 != 0 { bytes.append(UInt8(ascii: "=")) }
+        return Data(base64Encoded: Data(bytes))
     }
 
     private static func time(_ date: Date) -> String {

@@ -24,6 +24,13 @@ enum Tokens {
     }
 
     static func bearer(_ token: String) -> [(String, String)] { [("Authorization", "Bearer " + token)] }
+
+    /// A token of these JSON texts, validly signed with `secret` (HS256): claims as any issuer may write them.
+    static func signed(header: String = #"{"alg":"HS256","typ":"JWT"}"#, payload: String) async throws -> String {
+        let input = [header, payload].map { Data($0.utf8).base64URL }.joined(separator: ".")
+        let signature = try await key().sign(Array(input.utf8))
+        return input + "." + Data(signature).base64URL
+    }
 }
 
 extension Data {
@@ -242,6 +249,47 @@ extension TestHerald {
         let missed = try resumed.next(named: "bid")
         #expect(missed.json["amount"] as? Int == 300 || (missed.json["bid"] as? [String: Any])?["amount"] as? Int == 300)
         #expect(Int(missed.id ?? "") ?? 0 > Int(lastId) ?? 0)
+    }
+
+    /// "Never expires" written as a huge `exp` is read as the end of the year 9999: writes and streams
+    /// work, and the server lives on (it died at the first stream open, converting the time to Int64).
+    @Test func anExpFarBeyondTheYear9999IsNoExpiryAndNoCrash() async throws {
+        let server = try await TestHerald.secured()
+        defer { server.stop() }
+        let client = server.client()
+        for (round, exp) in ["9999999999999999999", "1e300", "1.7976931348623157e308", "253402300800"].enumerated() {
+            let token = try await Tokens.signed(payload: #"{"sub":"ann","exp":\#(exp),"herald":{"publish":["*"],"subscribe":["*"]}}"#)
+            let stream = try server.stream("/auctions/1/events", headers: Tokens.bearer(token))
+            #expect(stream.head?.status == 200, "exp \(exp)")
+            #expect(try stream.next().event == "snapshot")
+            let amount = 1000 + round
+            #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":\#(amount)}"#, headers: Tokens.bearer(token)).status == 201)
+            #expect((try stream.next(named: "bid").json["bid"] as? [String: Any])?["amount"] as? Int == amount)
+        }
+        #expect(try client.get("/health/live").status == 200)
+    }
+
+    /// RFC 7515 §4.1.11: a critical extension Herald does not understand refuses the token. RFC 7519 §4:
+    /// a claim named twice refuses it (the first `exp` won before: a later one could not end it).
+    @Test func aCriticalExtensionOrADuplicateClaimIsRefused() async throws {
+        let server = try await TestHerald.secured()
+        defer { server.stop() }
+        let later = Int(Date().timeIntervalSince1970) + 3600
+        let tokens = [
+            ("crit", try await Tokens.signed(header: #"{"alg":"HS256","typ":"JWT","crit":["zzz"],"zzz":1}"#,
+                                             payload: #"{"sub":"ann","exp":\#(later),"herald":{"publish":["*"]}}"#)),
+            ("two exp", try await Tokens.signed(payload: #"{"sub":"ann","exp":\#(later),"exp":1,"herald":{"publish":["*"]}}"#)),
+            ("two sub", try await Tokens.signed(payload: #"{"sub":"ann","sub":"bob","exp":\#(later),"herald":{"publish":["*"]}}"#)),
+            ("two alg", try await Tokens.signed(header: #"{"alg":"HS256","alg":"none"}"#, payload: #"{"sub":"ann","exp":\#(later),"herald":{"publish":["*"]}}"#)),
+        ]
+        for (name, token) in tokens {
+            let response = try server.client().request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":900}"#, headers: Tokens.bearer(token))
+            #expect(response.status == 401, "\(name)")
+            #expect(response.header("Content-Type") == "application/problem+json")
+        }
+        let fine = try await Tokens.signed(payload: #"{"sub":"ann","exp":\#(later),"herald":{"publish":["*"]}}"#)
+        let accepted = try server.client().request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":900}"#, headers: Tokens.bearer(fine))
+        #expect(accepted.status == 201, "\(accepted.text)")
     }
 
     @Test func publicStreamsNeedNoTokenButChangesStillDo() async throws {
