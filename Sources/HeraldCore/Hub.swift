@@ -80,6 +80,8 @@ public final class Hub: Sendable {
         /// Every event published, transient ones too (`Event.order`).
         var order: UInt64 = 0
         var history = RingBuffer<Event>()
+        /// What the history's events hold: data and frame bytes, and `Hub.eventOverhead` each.
+        var historyBytes = 0
         var subjects: [String: Subject] = [:]
         var observerCount = 0
         var nextObserverId: UInt64 = 1
@@ -92,6 +94,9 @@ public final class Hub: Sendable {
 
     /// How many past events are kept for replay.
     public let historyLimit: Int
+    /// How many bytes the kept events may hold (`historySize(of:)` each); the older go first, whichever
+    /// limit is reached first. The newest event is kept whatever its size.
+    public let historyByteLimit: Int
     private let encoder: Event.Encoder?
     private let state = Mutex(State())
     /// Called when an event starts waiting for delivery; nil: `publish` delivers.
@@ -110,9 +115,23 @@ public final class Hub: Sendable {
     private let deliverers = Mutex<[UInt: (name: String, batches: Int)]>([:])
 
     /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
-    public init(historyLimit: Int = 10_000, encoder: Event.Encoder? = nil) {
+    public init(historyLimit: Int = 10_000, historyByteLimit: Int = 64 << 20, encoder: Event.Encoder? = nil) {
         self.historyLimit = max(historyLimit, 1)
+        self.historyByteLimit = max(historyByteLimit, 1)
         self.encoder = encoder
+    }
+
+    /// What an event costs the history: its data and its frame, and the bookkeeping around them.
+    static func historySize(of event: Event) -> Int { event.data.count + event.frame.count + 160 }
+
+    /// Keeps `event` in the history, dropping the oldest past either limit.
+    private func keep(_ event: Event, in state: inout State) {
+        state.history.append(event)
+        state.historyBytes += Self.historySize(of: event)
+        while state.history.count > historyLimit || (state.historyBytes > historyByteLimit && state.history.count > 1) {
+            guard let dropped = state.history.removeFirst() else { break }
+            state.historyBytes -= Self.historySize(of: dropped)
+        }
     }
 
     /// The newest sequence number published.
@@ -127,6 +146,9 @@ public final class Hub: Sendable {
 
     /// Events kept for replay.
     public var historyCount: Int { state.withLock { $0.history.count } }
+
+    /// Bytes the events kept for replay hold (as `historyByteLimit` counts them).
+    public var historyByteCount: Int { state.withLock { $0.historyBytes } }
 
     /// The number of live observers.
     public var observerCount: Int { state.withLock { $0.observerCount } }
@@ -210,10 +232,7 @@ public final class Hub: Sendable {
             }
             let event = Event(id: state.sequence, order: state.order, durable: durable, topic: topic, name: name, data: data,
                               tags: tags, encoder: encoder)
-            if durable {
-                if state.history.count >= historyLimit { _ = state.history.removeFirst() }
-                state.history.append(event)
-            }
+            if durable { keep(event, in: &state) }
             for update in updates { Self.apply(update, to: &state) }
             // The event's own topic and every topic above it ("units/7" → "units").
             var cursor = Substring(topic)
@@ -339,10 +358,11 @@ public final class Hub: Sendable {
     public func restore(history events: [Event], lastSequence: UInt64) {
         state.withLock { state in
             state.history.removeAll()
+            state.historyBytes = 0
             for event in events.suffix(historyLimit) {
                 state.order += 1
-                state.history.append(Event(id: event.id, order: state.order, topic: event.topic, name: event.name, data: event.data,
-                                           tags: event.tags, encoder: encoder))
+                keep(Event(id: event.id, order: state.order, topic: event.topic, name: event.name, data: event.data,
+                           tags: event.tags, encoder: encoder), in: &state)
             }
             state.sequence = max(lastSequence, events.last?.id ?? 0, state.sequence)
         }
@@ -350,9 +370,16 @@ public final class Hub: Sendable {
 
     /// Drops kept events older than `oldestKept` (pruned by age): replay from before it becomes a resync.
     public func forget(before oldestKept: UInt64) {
-        state.withLock { state in
-            while let first = state.history.first, first.id < oldestKept { _ = state.history.removeFirst() }
+        let dropped = state.withLock { state -> Int in
+            let before = state.historyBytes
+            while let first = state.history.first, first.id < oldestKept {
+                _ = state.history.removeFirst()
+                state.historyBytes -= Self.historySize(of: first)
+            }
+            return before - state.historyBytes
         }
+        // glibc keeps freed memory for reuse unless asked: a history that shrank much gives it back.
+        if dropped >= 8 << 20 { _ = clinux_malloc_trim() }
     }
 
     /// Ends every subscription (at shutdown).

@@ -27,6 +27,9 @@ struct HeraldServe: ParsableCommand {
             help: "Past events kept for Last-Event-ID replay (env HERALD_HISTORY_EVENTS).")
     var history: Int = Environment.int("HERALD_HISTORY_EVENTS") ?? Environment.int("HERALD_HISTORY") ?? 10_000
 
+    @Option(help: "Bytes the in-memory replay history may hold, whichever of it and --history-events comes first (env HERALD_HISTORY_BYTES).")
+    var historyBytes: Int = Environment.int("HERALD_HISTORY_BYTES") ?? 64 << 20
+
     @Option(help: "Days an event is kept for replay; 0 keeps them whatever their age (env HERALD_HISTORY_DAYS).")
     var historyDays: Int = Environment.int("HERALD_HISTORY_DAYS") ?? 7
 
@@ -125,6 +128,7 @@ struct HeraldServe: ParsableCommand {
         guard (4096...1_048_576).contains(connectionMemory) else { throw ValidationError("--connection-memory must be 4096 to 1048576") }
         guard (1...1_000_000).contains(observerQueue) else { throw ValidationError("--observer-queue must be 1 to 1000000") }
         guard (1...10_000_000).contains(history) else { throw ValidationError("--history-events must be 1 to 10000000") }
+        guard ((1 << 20)...(1 << 40)).contains(historyBytes) else { throw ValidationError("--history-bytes must be 1048576 (1 MiB) to 1099511627776 (1 TiB)") }
         guard (0...36_500).contains(historyDays) else { throw ValidationError("--history-days must be 0 to 36500") }
         guard Self.isOriginList(corsOrigin) else {
             throw ValidationError("--cors-origin must be * or a comma-separated list of origins such as https://a.example")
@@ -214,6 +218,7 @@ struct HeraldServe: ParsableCommand {
         configuration.http.connectionMemoryLimit = connectionMemory
         configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
         configuration.history = history
+        configuration.historyBytes = historyBytes
         configuration.historyDays = historyDays > 0 ? historyDays : nil
         configuration.dataDirectory = inMemory || store != nil ? nil : dataDir
         configuration.postgresURL = store

@@ -101,6 +101,32 @@ import Testing
         #expect(drain(hub.subscribe(to: ["a"], resume: .after(7))).map(\.id) == [8, 9, 10], "the oldest kept boundary replays")
     }
 
+    /// The history is bounded by bytes as well as by count (never-down part three: one client's 60 KB
+    /// notifications took 1.2 GiB): 12,000 of them leave it within its bound, a resume from before what
+    /// is kept gets `resync`, and one from within it replays exactly.
+    @Test func theHistoryIsBoundedByBytesAndAResumeFromBeforeItIsAResync() {
+        let bound = 8 << 20
+        let hub = Hub(historyLimit: 100_000, historyByteLimit: bound) { _, _, data in data }
+        hub.set([Hub.Update(topic: "notifications/flood", value: bytes("state"))])
+        let payload = [UInt8](repeating: UInt8(ascii: "x"), count: 60_000)
+        for _ in 1...12_000 { hub.publish(topic: "notifications/flood", name: "notification", data: payload) }
+        #expect(hub.historyByteCount <= bound, "\(hub.historyByteCount) bytes kept")
+        #expect(hub.historyByteCount > bound - 2 * Hub.historySize(of: hub.publish(topic: "x", name: "e", data: payload)))
+        let kept = hub.historyCount
+        #expect(kept < 12_000 && kept >= bound / (2 * 60_000 + 200), "\(kept) kept")
+        let oldest = hub.oldestEventId ?? 0
+        let before = drain(hub.subscribe(to: ["notifications/flood"], resume: .after(oldest - 2)))
+        #expect(before.map(\.name) == ["resync", "snapshot"])
+        let within = drain(hub.subscribe(to: ["notifications/flood"], resume: .after(hub.lastEventId - 3)))
+        #expect(within.map(\.name) == ["notification", "notification"], "the last three, less the one on another topic")
+        // A single event larger than the bound is still kept: it is the newest.
+        let small = Hub(historyLimit: 10, historyByteLimit: 1000)
+        small.publish(topic: "a", name: "e", data: payload)
+        #expect(small.historyCount == 1)
+        small.publish(topic: "a", name: "e", data: bytes("1"))
+        #expect(small.historyCount == 1, "the big one went first")
+    }
+
     @Test func filtersApplyToLiveAndReplayedEvents() {
         let hub = Hub()
         hub.publish(topic: "t", name: "trip", tags: ["actualDeparture"], data: bytes("1"))

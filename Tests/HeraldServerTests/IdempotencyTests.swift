@@ -67,6 +67,29 @@ import Testing
         #expect(try client.get("/units/u2").status == 404)
     }
 
+    /// The query is part of the request a key stands for, and a token with no subject may not send a
+    /// key (all such tokens would share one key space, so one client could replay another's answer).
+    @Test func theQueryCountsAndATokenWithoutSubjectMayNotSendAKey() async throws {
+        let open = try TestHerald()
+        defer { open.stop() }
+        let client = open.client()
+        let unit = #"{"name":"U","status":"healthy"}"#
+        #expect(try client.request("PUT", "/units/q?a=1", json: unit, headers: [("Idempotency-Key", "q1")]).status == 201)
+        #expect(try client.request("PUT", "/units/q?a=1", json: unit, headers: [("Idempotency-Key", "q1")]).header("Idempotency-Replayed") == "true")
+        #expect(try client.request("PUT", "/units/q?a=2", json: unit, headers: [("Idempotency-Key", "q1")]).status == 422)
+
+        let secured = try await TestHerald.secured()
+        defer { secured.stop() }
+        let anonymous = try await Tokens.make(sub: nil, publish: ["*"])
+        let refused = try secured.client().request("PUT", "/units/anon", json: unit,
+                                                   headers: Tokens.bearer(anonymous) + [("Idempotency-Key", "k")])
+        #expect(refused.status == 400)
+        #expect(refused.text.contains("sub"), "\(refused.text)")
+        #expect(try secured.client().get("/units/anon").status == 404, "nothing was made")
+        #expect(try secured.client().request("PUT", "/units/anon", json: unit, headers: Tokens.bearer(anonymous)).status == 201,
+                "without a key the change is made")
+    }
+
     /// A refused change keeps nothing: the same key may be sent again and, once the change can be
     /// made, it is.
     @Test func aRefusedChangeKeepsNoAnswer() throws {

@@ -15,6 +15,14 @@ import Testing
         #expect(refused.status == 429)
         #expect(refused.header("Retry-After") != nil)
         #expect(refused.header("Content-Type") == "application/problem+json")
+        #expect(refused.header("Connection")?.lowercased() == "close")
+        // And the connection is closed after the answer, as every other refusal's is.
+        let raw = try Socket(port: server.port, timeout: 15)
+        try raw.send("GET /currency/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        var answer: [UInt8] = [], closed = false
+        while !closed, let bytes = try? raw.receive() { if bytes.isEmpty { closed = true } else { answer += bytes } }
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 429"))
+        #expect(closed, "the connection ends after the refusal")
         #expect(try server.observers(of: "currency") == 100)
         streams.removeLast().close()
         #expect(eventually(timeout: 5) { (try? server.observers(of: "currency")) == 99 })

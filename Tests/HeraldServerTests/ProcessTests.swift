@@ -189,7 +189,7 @@ import Testing
             ["--jwt-public-key-file", "/nonexistent"], ["--header-timeout", "0"], ["--trusted-proxy", "10.0.0.0/33"],
             ["--trusted-proxy", "proxy.example"], ["--streams-per-address", "-1"], ["--max-header-bytes", "10"],
             ["--log-format", "xml"], ["--metrics-port", "70000"], ["--metrics-host", "127.0.0.1"], ["--no-metrics", "--metrics-port", "9100"],
-            ["--drain-seconds", "-1"], ["--drain-seconds", "301"],
+            ["--drain-seconds", "-1"], ["--drain-seconds", "301"], ["--history-bytes", "1000"], ["--history-bytes", "9999999999999"],
             ["--store", "mysql://db/herald"], ["--store", "./herald-data"], ["--store", "postgres://db/herald", "--in-memory"],
         ]
         for arguments in refused {

@@ -41,6 +41,18 @@ import Testing
         #expect(try server.client().get("/units/smuggled").status == 404)
     }
 
+    /// The asterisk form is for OPTIONS only (RFC 9112 §3.2.4): `GET *` answered the page with 200.
+    @Test func theAsteriskTargetIsForOptionsOnly() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        for method in ["GET", "HEAD", "POST", "PUT"] {
+            let answer = try exchange(server, "\(method) * HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            #expect(statuses(answer) == [400], "\(method) *: \(answer)")
+        }
+        let options = try exchange(server, "OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(statuses(options).first.map { $0 < 300 } == true, "\(options)")
+    }
+
     @Test func unknownTransferCodingsAreAnsweredAndClosed() throws {
         let server = try TestHerald()
         defer { server.stop() }

@@ -99,10 +99,13 @@ extension HTTPServer {
         let shuttingDown = draining.load(ordering: .sequentiallyConsistent)
         let socket = shuttingDown ? -1 : clinux_dup(cmhd_connection_fd(connection))
         var start = StreamHead.bytes(headers: headers, framing: framing)
+        // Counted here: once the engine has the stream, its thread takes from the feed and counts too.
+        var taken = 0
         if socket >= 0 {
             var body = EventStream.buffer()
             body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
             _ = feed.take(into: &body, limit: EventStream.writeSize)
+            taken = feed.eventsTaken
             let offset = EventStream.frame(&body, framing)
             start.append(contentsOf: body[offset...])
         }
@@ -113,7 +116,7 @@ extension HTTPServer {
                                 path: context.target?.path ?? "-", start: start)
                 report(200, method: method, context: context, isStream: true)
                 // The first events (snapshot or replay) go out with the head.
-                if let observer, feed.eventsTaken > 0 { observer.delivered(feed.eventsTaken) }
+                if let observer, taken > 0 { observer.delivered(taken) }
                 return MHD_Result.NO
             } catch {
                 refused = error
@@ -129,10 +132,10 @@ extension HTTPServer {
         } else if refused == .clientFull {
             refusal = Problem(status: .tooManyRequests, detail: "this client holds \(configuration.streamsPerClient ?? 0) streams, as many as one "
                               + "address may; close one, or watch several subjects on one stream (/events?topic=…)",
-                              headers: [.retryAfter: "5"] + cors)
+                              headers: [.retryAfter: "5", .connection: "close"] + cors)
         } else {
             refusal = Problem(status: .serviceUnavailable, detail: "the server holds as many streams as it can; reconnect later",
-                              headers: [.retryAfter: "5"] + cors)
+                              headers: [.retryAfter: "5", .connection: "close"] + cors)
         }
         let answer = Self.identified(refusal.response, id: context.id)
         report(answer.status.code, method: method, context: context, isStream: false)

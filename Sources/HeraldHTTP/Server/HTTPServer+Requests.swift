@@ -36,6 +36,10 @@ extension HTTPServer {
             let declaredLength: Int?
             do throws(Problem) {
                 let target = try RequestTarget(context.rawTarget)
+                // RFC 9112 §3.2.4: the asterisk form is for OPTIONS only (GET * answered the page).
+                if context.rawTarget == "*", methodName != "OPTIONS" {
+                    throw Problem(status: .badRequest, detail: "the request target * is for OPTIONS only")
+                }
                 context.target = target
                 declaredLength = try requestGuard.check(version: version.map { String(cString: $0) } ?? "", headers: head,
                                                         authority: target.authority)

@@ -38,7 +38,7 @@ public final class Herald: Sendable {
     public init(configuration: HeraldConfiguration, logger: Logger, clock: any DomainClock = SystemClock()) throws {
         self.configuration = configuration
         self.logger = logger
-        let hub = Hub(historyLimit: configuration.history) { id, name, data in
+        let hub = Hub(historyLimit: configuration.history, historyByteLimit: configuration.historyBytes) { id, name, data in
             name == Event.position
                 ? SSEEncoder.position(id: String(id ?? 0))
                 : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name, data: data))

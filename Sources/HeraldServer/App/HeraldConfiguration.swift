@@ -11,6 +11,8 @@ public struct HeraldConfiguration: Sendable {
     public var http = HTTPServerConfiguration()
     /// Past events kept for `Last-Event-ID` replay (in memory and in the store).
     public var history = 10_000
+    /// Bytes the in-memory replay history may hold; the oldest events go first past it (or `history`).
+    public var historyBytes = 64 << 20
     /// Events older than this many days are pruned from the store and the replay history; nil: no age limit.
     public var historyDays: Int? = 7
     /// The data directory of the embedded store; nil: nothing is stored (an ephemeral server).

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAuth
 import HeraldHTTP
 import HeraldJSON
 import HeraldStore
@@ -10,17 +11,23 @@ import HTTPTypes
 struct Idempotency: Sendable {
     /// The key as kept: the client's, scoped to the token's subject when there is one.
     let key: String
-    /// Method, path and a digest of the body: the same key with another request is refused.
+    /// Method, path, and digests of the query and the body: the same key with another request is refused.
     let fingerprint: String
 
-    /// The request's key, if it sent one; a malformed one is refused (400).
-    init?(_ request: Request, subject: String?) throws {
+    /// The request's key, if it sent one; a malformed one is refused (400), and so is a key sent with a
+    /// token that names no subject: such tokens would share one key space, where one client's key
+    /// could replay another's answer.
+    init?(_ request: Request, token: VerifiedToken?) throws {
         guard let key = request.header(.idempotencyKey) else { return nil }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw Problem(status: .badRequest, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
-        self.key = subject.map { "sub:\($0.utf8.count):\($0)|\(key)" } ?? key
-        fingerprint = "\(request.method.rawValue) \(request.path) \(Self.digest(request.body))"
+        if let token, token.subject == nil {
+            throw Problem(status: .badRequest, detail: "Idempotency-Key needs a token with a subject (sub): keys are kept per subject")
+        }
+        self.key = token?.subject.map { "sub:\($0.utf8.count):\($0)|\(key)" } ?? key
+        let query = request.query.map { "\($0.0.utf8.count):\($0.0)=\($0.1)" }.joined(separator: "&")
+        fingerprint = "\(request.method.rawValue) \(request.path) \(Self.digest(Array(query.utf8))) \(Self.digest(request.body))"
     }
 
     /// FNV-1a, 64 bits, in hex: enough to tell two bodies apart.

@@ -53,7 +53,7 @@ struct Routes {
         let (journal, logger, access) = (journal, logger, access)
         add(method, pattern) { request in
             let caller = try access.writer(request, topic: Self.topic(topic, of: request))
-            let idempotency = try Idempotency(request, subject: caller.token?.subject)
+            let idempotency = try Idempotency(request, token: caller.token)
             let made = try handler(request, caller)
             let change: Change = if let idempotency {
                 { () throws(DomainError) -> Response in
