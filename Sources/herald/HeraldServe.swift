@@ -90,6 +90,9 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "Seconds a client has to send a request's head; then its connection is closed (env HERALD_HEADER_TIMEOUT).")
     var headerTimeout: Int = Environment.int("HERALD_HEADER_TIMEOUT") ?? 10
 
+    @Option(help: "Seconds a client has, once its head is in, to send the body it declared; then its connection is closed (env HERALD_REQUEST_TIMEOUT).")
+    var requestTimeout: Int = Environment.int("HERALD_REQUEST_TIMEOUT") ?? 30
+
     @Option(help: "Largest request head (header names and values) in bytes; larger gets 431 (env HERALD_MAX_HEADER_BYTES).")
     var maxHeaderBytes: Int = Environment.int("HERALD_MAX_HEADER_BYTES") ?? 8192
 
@@ -152,6 +155,7 @@ struct HeraldServe: ParsableCommand {
         guard (0...1_000_000).contains(connectionsPerSecond) else { throw ValidationError("--connections-per-second must be 0 to 1000000") }
         guard (0...1_000_000).contains(writesPerSecond) else { throw ValidationError("--writes-per-second must be 0 to 1000000") }
         guard (1...3600).contains(headerTimeout) else { throw ValidationError("--header-timeout must be 1 to 3600 seconds") }
+        guard (1...3600).contains(requestTimeout) else { throw ValidationError("--request-timeout must be 1 to 3600 seconds") }
         guard (1024...1_048_576).contains(maxHeaderBytes) else { throw ValidationError("--max-header-bytes must be 1024 to 1048576") }
         guard (256...1_048_576).contains(maxUrlBytes) else { throw ValidationError("--max-url-bytes must be 256 to 1048576") }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
@@ -233,6 +237,7 @@ struct HeraldServe: ParsableCommand {
         configuration.http.streamLimit = maxStreams
         configuration.http.connectionsPerSecond = connectionsPerSecond > 0 ? connectionsPerSecond : nil
         configuration.http.headerTimeout = .seconds(headerTimeout)
+        configuration.http.requestTimeout = .seconds(requestTimeout)
         configuration.http.headerBytesLimit = maxHeaderBytes
         configuration.http.targetBytesLimit = maxUrlBytes
         configuration.http.connectionMemoryLimit = max(connectionMemory, maxHeaderBytes + maxUrlBytes)

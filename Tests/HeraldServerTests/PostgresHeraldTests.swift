@@ -85,7 +85,7 @@ struct PostgresHeraldTests {
         let seen = try stream.next()
         #expect((seen.json["bid"] as? [String: Any])?["bidder"] as? String == "bob", "the stream stayed open and sees the next bid")
         // Ready again once the listener has connected again too (it tries every half second).
-        #expect(try eventually(timeout: 5) { try client.get("/health/ready").status == 200 })
+        #expect(try eventually(timeout: 30) { try client.get("/health/ready").status == 200 })
         #expect(try TestPostgres.run("SELECT string_agg(bidder || ':' || amount, ',' ORDER BY number) FROM herald_bids", on: url)
                 == "ann:10,bob:20")
     }

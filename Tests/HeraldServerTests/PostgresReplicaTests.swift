@@ -88,7 +88,7 @@ struct PostgresReplicaTests {
             }
         }
         let waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-        #expect(eventually(timeout: 20) { (try? TestPostgres.run(waiting, on: url)) == "3" }, "all three wait for the write lock")
+        #expect(eventually(timeout: 30) { (try? TestPostgres.run(waiting, on: url)) == "3" }, "all three wait for the write lock")
         lock.release()
         group.wait()
         defer { for server in started.servers { server.stop() } }
@@ -159,7 +159,7 @@ struct PostgresReplicaTests {
         servers[0].stop()  // its timers go with it
         let closed = try watch.next(named: "closed", timeout: 10)
         #expect((closed.json["auction"] as? [String: Any])?["winner"] as? String == "w0")
-        #expect(eventually(timeout: 10) {
+        #expect(eventually(timeout: 30) {
             (try? TestPostgres.run("SELECT count(*) FROM herald_events WHERE name = 'closed'", on: url)) == "5"
         }, "the survivor closed all five")
         Thread.sleep(forTimeInterval: 2.5)  // a second close would come within a countdown's length
@@ -212,7 +212,7 @@ struct PostgresReplicaTests {
             #expect(try other.client().post("/auctions/\(id)/bids", #"{"bidder":"\#(bidder)","amount":5}"#).status == 201)
             winners[id] = bidder
         }
-        let closed = eventually(timeout: 20) {
+        let closed = eventually(timeout: 30) {
             (try? TestPostgres.run("SELECT count(*) FROM herald_events WHERE name = 'closed'", on: url)) == String(count)
         }
         #expect(closed, "every auction closed")

@@ -49,7 +49,7 @@ import Testing
         try one.send("GET /notifications/framing/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
         let zero = try Socket(port: port)
         try zero.send("GET /notifications/framing/events HTTP/1.0\r\n\r\n")
-        #expect(eventually(timeout: 10) { (try? server.observers(of: "notifications/framing")) == 2 })
+        #expect(eventually(timeout: 30) { (try? server.observers(of: "notifications/framing")) == 2 })
         let streams = [(RawStream(one), true), (RawStream(zero), false)]
         for (stream, _) in streams {
             let heartbeat = try stream.read(timeout: 30) { _ in stream.heartbeats >= 1 }
@@ -99,7 +99,7 @@ import Testing
         let client = server.client()
         let slow = try Socket(port: server.port, receiveBuffer: 4096)
         try slow.send("GET /notifications/slow/events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n")
-        #expect(eventually(timeout: 5) { (try? server.observers(of: "notifications/slow")) == 1 })
+        #expect(eventually(timeout: 30) { (try? server.observers(of: "notifications/slow")) == 1 })
         let count = 200
         let payload = String(repeating: "s", count: 3000)
         let port = server.port
@@ -149,7 +149,7 @@ import Testing
             published.append(index)
         }
         #expect(try server.observers(of: "notifications/stall") == 0, "the stopped reader was cut off")
-        #expect(stalled.awaitEnd(timeout: 10), "and its connection closed")
+        #expect(stalled.awaitEnd(timeout: 30), "and its connection closed")
         var got: [SSEEvent] = []
         while let event = try? stalled.next(timeout: 0.01) { got.append(event) }
         let lastId = try #require(got.last(where: { $0.id != nil })?.id)
@@ -182,7 +182,7 @@ import Testing
         #expect(refused.header("Content-Type") == "application/problem+json")
         #expect(refused.header("Retry-After") == "5")
         streams.removeLast().close()
-        #expect(eventually(timeout: 10) { (try? server.observers(of: "currency")) == 15 })
+        #expect(eventually(timeout: 30) { (try? server.observers(of: "currency")) == 15 })
         let again = try server.stream("/currency/events")
         #expect(again.head?.status == 200)
         _ = try again.next(timeout: 5)
@@ -197,7 +197,7 @@ import Testing
         let client = server.client()
         let stalled = try Socket(port: port, receiveBuffer: 4096)
         try stalled.send("GET /notifications/full/events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
-        #expect(eventually(timeout: 5) { (try? server.observers(of: "notifications/full")) == 1 })
+        #expect(eventually(timeout: 30) { (try? server.observers(of: "notifications/full")) == 1 })
         let payload = String(repeating: "f", count: 20_000)
         for _ in 0..<300 { _ = try client.post("/notifications/full", #"{"userInfo":{"pad":"\#(payload)"}}"#) }
         let herald = server.herald

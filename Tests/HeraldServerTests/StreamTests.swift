@@ -142,7 +142,7 @@ import Testing
         #expect(try server.observers(of: "auctions/\(id)") == 1)
         stream.close()
         // Dropped when its socket reports the close; the wait is generous, for a loaded machine.
-        #expect(try eventually(timeout: 10) { try server.observers(of: "auctions/\(id)") == 0 })
+        #expect(try eventually(timeout: 30) { try server.observers(of: "auctions/\(id)") == 0 })
         #expect(try server.client().get("/health").json["observers"] as? Int == 0)
     }
 
@@ -173,8 +173,8 @@ import Testing
             #expect(try client.post("/notifications/big", #"{"userInfo":{"pad":"\#(payload)"}}"#).status == 202)
             _ = try reader.next(timeout: 5)
         }
-        #expect(try eventually(timeout: 5) { try server.observers(of: "notifications/big") == 1 }, "the stalled observer was dropped")
-        #expect(stalled.awaitEnd(timeout: 10), "its connection was closed; it can resume with Last-Event-ID")
+        #expect(try eventually(timeout: 30) { try server.observers(of: "notifications/big") == 1 }, "the stalled observer was dropped")
+        #expect(stalled.awaitEnd(timeout: 30), "its connection was closed; it can resume with Last-Event-ID")
     }
 }
 
@@ -185,11 +185,11 @@ import Testing
         let halfClosed = try Socket(port: server.port)
         try halfClosed.send("GET /currency/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         shutdown(halfClosed.fd, Int32(SHUT_WR))
-        #expect(eventually(timeout: 10) { (try? server.observers(of: "currency")) == 1 })
+        #expect(eventually(timeout: 30) { (try? server.observers(of: "currency")) == 1 })
         let leaving = try server.stream("/currency/events")
-        #expect(eventually(timeout: 10) { (try? server.observers(of: "currency")) == 2 })
+        #expect(eventually(timeout: 30) { (try? server.observers(of: "currency")) == 2 })
         leaving.close()
-        #expect(eventually(timeout: 10) { (try? server.observers(of: "currency")) == 1 }, "a closed socket is dropped")
+        #expect(eventually(timeout: 30) { (try? server.observers(of: "currency")) == 1 }, "a closed socket is dropped")
         _ = try server.client().put("/currency", #"{"default":"euro"}"#)
         var received: [UInt8] = []
         let deadline = Date().addingTimeInterval(10)

@@ -144,7 +144,7 @@ struct PostgresStoreTests {
         #expect(eventually(timeout: 60) { (try? TestPostgres.run(waiting, on: url)) == "1" }, "the second batch asks for the lock")
         #expect(secondBegan.withLock { $0 } == nil, "the second batch waits for the first")
         try first.commitBatch()
-        #expect(eventually(timeout: 5) { secondBegan.withLock { $0 } != nil })
+        #expect(eventually(timeout: 30) { secondBegan.withLock { $0 } != nil })
         #expect(secondBegan.withLock { $0 } == .some(.some(BatchStart(committed: 1, behind: true))), "and sees its sequence")
         #expect(try second.events(after: 0).map(\.id) == [1])
         try second.commit(event: event(2), records: [], auction: nil, bid: nil)
@@ -167,22 +167,22 @@ struct PostgresStoreTests {
         let heard = Mutex(0)
         let listener = watcher.listen { heard.withLock { $0 += 1 } }
         defer { listener.stop() }
-        #expect(eventually(timeout: 5) { heard.withLock { $0 } == 1 }, "once when it connects")
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
         try writer.commit(event: event(1), records: [], auction: nil, bid: nil)
-        #expect(eventually(timeout: 5) { heard.withLock { $0 } == 2 }, "then once per commit")
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 2 }, "then once per commit")
         try writer.beginBatch()
         try writer.commit(event: event(2), records: [], auction: nil, bid: nil)
         Thread.sleep(forTimeInterval: 0.3)
         #expect(heard.withLock { $0 } == 2, "nothing before the commit")
         try writer.commitBatch()
-        #expect(eventually(timeout: 5) { heard.withLock { $0 } == 3 })
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 3 })
         #expect(watcher.unwritableReason() == nil)
         let name = try #require(URL(string: url)?.lastPathComponent)
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
         try TestPostgres.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND query ILIKE 'LISTEN%'")
-        #expect(eventually(timeout: 5) { watcher.unwritableReason() != nil }, "a lost listener makes the store not ready")
+        #expect(eventually(timeout: 30) { watcher.unwritableReason() != nil }, "a lost listener makes the store not ready")
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
-        #expect(eventually(timeout: 5) { watcher.unwritableReason() == nil && heard.withLock { $0 } == 4 },
+        #expect(eventually(timeout: 30) { watcher.unwritableReason() == nil && heard.withLock { $0 } == 4 },
                 "it connects again, and says so (commits may have been missed)")
     }
 

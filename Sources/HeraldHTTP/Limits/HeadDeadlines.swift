@@ -19,9 +19,14 @@ final class HeadDeadlines: Sendable {
     }
 
     let timeout: Duration
+    /// The time the body may take once the head is in.
+    let bodyTimeout: Duration
     private let table = Mutex<[UInt: Waiting]>([:])
 
-    init(timeout: Duration) { self.timeout = timeout }
+    init(timeout: Duration, bodyTimeout: Duration = .seconds(30)) {
+        self.timeout = timeout
+        self.bodyTimeout = bodyTimeout
+    }
 
     /// A connection was accepted: its first head is due within the timeout.
     func started(_ connection: OpaquePointer, socket: Int32, at now: ContinuousClock.Instant = .now) {
@@ -50,6 +55,13 @@ final class HeadDeadlines: Sendable {
     /// The head is in: what follows (the body, the answer) is not a head's business.
     func headReceived(_ connection: OpaquePointer) {
         table.withLock { table in table[UInt(bitPattern: connection)]?.deadline = nil }
+    }
+
+    /// The head declared a body: it is due within `bodyTimeout` (a body sent a byte at a time would
+    /// otherwise hold the connection, as a trickled head would).
+    func bodyDue(_ connection: OpaquePointer, at now: ContinuousClock.Instant = .now) {
+        let deadline = now + bodyTimeout
+        table.withLock { table in table[UInt(bitPattern: connection)]?.deadline = deadline }
     }
 
     func closed(_ connection: OpaquePointer) {

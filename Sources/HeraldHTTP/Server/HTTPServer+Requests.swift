@@ -51,6 +51,10 @@ extension HTTPServer {
             if let declaredLength, declaredLength > configuration.bodyLimit {
                 return answer(tooLarge(), on: connection, method: methodName, context: context)
             }
+            if (declaredLength ?? 0) > 0 || context.head[.transferEncoding] != nil {
+                context.bodyDue = true
+                headDeadlines.bodyDue(connection)
+            }
             return MHD_Result.YES
         }
         if uploadSize.pointee > 0 {
@@ -66,6 +70,11 @@ extension HTTPServer {
             }
             uploadSize.pointee = 0
             return MHD_Result.YES
+        }
+        if context.bodyDue {
+            // The body is in: answering it (perhaps after the writer) is not the client's time.
+            context.bodyDue = false
+            headDeadlines.headReceived(connection)
         }
         let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
         if let pending = context.pending {

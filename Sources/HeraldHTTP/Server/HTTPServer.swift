@@ -46,7 +46,7 @@ public final class HTTPServer: Sendable {
                                perClientLimit: configuration.streamsPerClient, observer: observer)
         clients = ClientResolver(trustedProxies: configuration.trustedProxies)
         connectionRate = configuration.connectionsPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }
-        let headDeadlines = HeadDeadlines(timeout: configuration.headerTimeout)
+        let headDeadlines = HeadDeadlines(timeout: configuration.headerTimeout, bodyTimeout: configuration.requestTimeout)
         self.headDeadlines = headDeadlines
         streams.everySecond { headDeadlines.sweep() }
         guardState = Mutex(RequestGuard(allowedHosts: configuration.allowedHosts, port: configuration.port))

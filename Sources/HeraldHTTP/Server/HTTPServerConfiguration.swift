@@ -29,6 +29,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionsPerSecond: Int? = 200
     /// The time a client has to send a request's head (slowloris); its connection is then closed.
     public var headerTimeout: Duration = .seconds(10)
+    /// The time a client has, once its head is in, to send the body it declared (a body that drips
+    /// would hold its connection for ever); its connection is then closed.
+    public var requestTimeout: Duration = .seconds(30)
     /// Largest request head (header names and values) accepted; a larger one gets 431.
     public var headerBytesLimit: Int = 8 * 1024
     /// Longest request target (path and query) accepted; a longer one gets 414.
