@@ -48,6 +48,37 @@ import Testing
         #expect(try client.get("/", headers: [("If-None-Match", "\"stale\"")]).status == 200)
     }
 
+    /// Open by default means any page may read and watch, not change: a change from another origin is
+    /// 403 (and changes nothing) unless --cors-origin lists it or a token key is set; the page's own
+    /// origin, and clients that send no Origin (curl), change as before.
+    @Test func aChangeFromAnotherOriginNeedsItsOriginListedOrAKey() async throws {
+        let unit = #"{"name":"U","status":"healthy"}"#
+        let open = try TestHerald()
+        defer { open.stop() }
+        let client = open.client()
+        let foreign = try client.request("PUT", "/units/evil", json: unit, headers: [("Origin", "https://evil.example")])
+        #expect(foreign.status == 403)
+        #expect(foreign.header("Content-Type") == "application/problem+json")
+        #expect(foreign.header("Access-Control-Allow-Origin") == "*", "the page may read why")
+        #expect(try client.get("/units/evil").status == 404, "nothing was changed")
+        #expect(try client.request("DELETE", "/units/scout", headers: [("Origin", "http://evil.example:8080")]).status == 403)
+        #expect(try client.get("/units", headers: [("Origin", "https://evil.example")]).status == 200, "reads stay open")
+        let own = "http://127.0.0.1:\(open.port)"
+        #expect(try client.request("PUT", "/units/own", json: unit, headers: [("Origin", own)]).status == 201, "the page's own origin")
+        #expect(try client.request("PUT", "/units/plain", json: unit).status == 201, "no Origin: not a browser's cross-origin request")
+
+        let listed = try TestHerald(corsOrigin: "https://a.example")
+        defer { listed.stop() }
+        #expect(try listed.client().request("PUT", "/units/a", json: unit, headers: [("Origin", "https://a.example")]).status == 201)
+        #expect(try listed.client().request("PUT", "/units/b", json: unit, headers: [("Origin", "https://b.example")]).status == 403)
+
+        let keyed = try await TestHerald.secured()
+        defer { keyed.stop() }
+        let token = try await Tokens.make(publish: ["*"])
+        #expect(try keyed.client().request("PUT", "/units/k", json: unit, headers: [("Origin", "https://evil.example")] + Tokens.bearer(token)).status == 201,
+                "with a key, the token decides")
+    }
+
     @Test func corsHeadersAndPreflight() throws {
         let server = try TestHerald()
         defer { server.stop() }

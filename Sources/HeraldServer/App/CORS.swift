@@ -4,9 +4,15 @@ import HTTPTypes
 /// Cross-origin access for browsers: `Access-Control-Allow-Origin` on every answer, and preflight
 /// `OPTIONS` answered here. With a list of origins (not `*`), an allowed origin is echoed with
 /// `Access-Control-Allow-Credentials`, so `EventSource(url, {withCredentials: true})` works.
+///
+/// A change (POST, PUT, PATCH, DELETE) that a browser sends from another origin is refused (403)
+/// unless `--cors-origin` lists that origin or a token key is set: open by default means readable from
+/// any page, not writable by any page a developer happens to visit.
 struct CORS: Sendable {
     /// `*`, or the origins allowed (`https://a.example`).
     let origins: [String]?
+    /// A token key is set: every change needs a token, which another origin's page does not have.
+    let keyed: Bool
     let router: Router
 
     /// Response headers a page's script may read.
@@ -17,14 +23,22 @@ struct CORS: Sendable {
     /// Request headers allowed when the preflight names none (or names them in a form Herald will not echo).
     static let defaultRequestHeaders = "Content-Type, Last-Event-ID, Authorization, Idempotency-Key"
 
-    init(origin: String, router: Router) {
+    init(origin: String, keyed: Bool = false, router: Router) {
         let list = origin.split(separator: ",").map { String($0.trimmingSpaces) }.filter { !$0.isEmpty }
         origins = list.isEmpty || list.contains("*") ? nil : list
+        self.keyed = keyed
         self.router = router
     }
 
     func respond(to request: Request) -> Response {
-        var response = router.respond(to: request)
+        var response: Response
+        if let origin = request.headers[.origin], !keyed, Self.changes(request.method), !(origins?.contains(origin) ?? false),
+           !Self.sameOrigin(origin, host: request.headers.first { $0.name.canonicalName == "host" }?.value) {
+            response = Problem(status: .forbidden, detail: "a change from another origin (\(RequestGuard.printable(origin))) is refused: "
+                               + "list it in --cors-origin, or set a token key").response
+        } else {
+            response = router.respond(to: request)
+        }
         if request.method == .options, response.status == .noContent, let allowed = response.headers[.allow] {
             // A preflight: the router said which methods; CORS says which headers, and for how long.
             response.headers[.accessControlAllowMethods] = allowed
@@ -43,6 +57,21 @@ struct CORS: Sendable {
             response.headers.append(Self.exposedField)
         }
         return response
+    }
+
+    private static func changes(_ method: HTTPRequest.Method) -> Bool {
+        method == .post || method == .put || method == .patch || method == .delete
+    }
+
+    /// Whether `origin` (`scheme://host[:port]`) is the page's own: its authority is the request's
+    /// `Host`, or its host is when `Host` names no port.
+    static func sameOrigin(_ origin: String, host: String?) -> Bool {
+        guard let host = host?.lowercased(), let separator = origin.range(of: "://") else { return false }
+        let authority = origin[separator.upperBound...].lowercased()
+        if authority == host { return true }
+        guard !host.contains(":") || host.hasSuffix("]") else { return false }
+        let name = authority.hasPrefix("[") ? String(authority.prefix { $0 != "]" }) + "]" : String(authority.prefix { $0 != ":" })
+        return name == host
     }
 
     /// The preflight's header list echoed when it is a short list of header names; else the default.

@@ -93,7 +93,7 @@ public final class Herald: Sendable {
         let router = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access,
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
-        let cors = CORS(origin: configuration.corsOrigin, router: router)
+        let cors = CORS(origin: configuration.corsOrigin, keyed: configuration.tokenKey != nil, router: router)
         let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog)
         server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry) { request in cors.respond(to: request) }
         engine.value = server.streams
