@@ -209,7 +209,7 @@ struct HeraldServe: ParsableCommand {
                 handler.logLevel = level
                 return handler
             }
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = EscapingLogHandler(StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }

@@ -132,6 +132,20 @@ import Testing
         #expect(Double(line["http.duration_ms"] ?? "") != nil)
     }
 
+    /// Nothing a client sends reaches the text log as a control sequence: ESC in a path (raw, or
+    /// percent-encoded) is written escaped, so a terminal showing the log runs nothing.
+    @Test func controlCharactersFromARequestAreEscapedInTheTextLog() throws {
+        let herald = try HeraldProcess()
+        let socket = try Socket(port: herald.port)
+        try socket.send("GET /units/\u{1B}[2Jraw HTTP/1.1\r\nHost: x\r\nX-Request-ID: esc-raw\r\nConnection: close\r\n\r\n")
+        _ = try? socket.receive()
+        #expect(try HTTPClient(port: herald.port).get("/units/%1B%5B2Jdecoded", headers: [("X-Request-ID", "esc-1")]).status == 404)
+        #expect(eventually(timeout: 30) { herald.log.text.contains("esc-1") })
+        let text = herald.log.text
+        #expect(!text.unicodeScalars.contains("\u{1B}"), "a raw ESC in the log: \(text.suffix(2000).debugDescription)")
+        #expect(text.contains("\\u{1B}"), "the ESC is written escaped: \(text.suffix(2000))")
+    }
+
     /// Runs herald with `arguments` and `environment` added; returns its exit status (it must stop by itself).
     func exitStatus(_ arguments: [String], environment: [String: String] = [:]) throws -> Int32 {
         let process = Process()
