@@ -72,7 +72,10 @@ public enum Timestamp {
         guard let date = calendar.date(from: components),
               calendar.component(.day, from: date) == day  // no 31 February
         else { return nil }
-        let instant = date.addingTimeInterval(fraction - TimeInterval(offset))
+        // Kept to the millisecond it is in, as the store writes it: microseconds kept in memory only
+        // would make a delay differ by a second before and after a restart.
+        let milliseconds = ((date.timeIntervalSince1970 + fraction - TimeInterval(offset)) * 1000).rounded(.down)
+        let instant = Date(timeIntervalSince1970: milliseconds / 1000)
         // An offset can carry 0001-01-01T00:00:00+01:00 out of what can be written back.
         return range.contains(instant) ? instant : nil
     }
