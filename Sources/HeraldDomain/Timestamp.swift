@@ -42,14 +42,13 @@ public enum Timestamp {
               year >= 1, (1...12).contains(month), hour < 24, minute < 60, second < 61
         else { return nil }
         var index = 19
-        var fraction = 0.0
+        // The first three digits of a fraction are its milliseconds; later ones are read, not kept.
+        var milliseconds = 0
         if byte(index) == 0x2E {
             index += 1
-            var scale = 0.1
             let start = index
             while let digit = byte(index), digit >= 0x30, digit <= 0x39 {
-                fraction += Double(digit - 0x30) * scale
-                scale /= 10
+                if index - start < 3 { milliseconds += Int(digit - 0x30) * [100, 10, 1][index - start] }
                 index += 1
             }
             guard index > start else { return nil }
@@ -74,8 +73,8 @@ public enum Timestamp {
         else { return nil }
         // Kept to the millisecond it is in, as the store writes it: microseconds kept in memory only
         // would make a delay differ by a second before and after a restart.
-        let milliseconds = ((date.timeIntervalSince1970 + fraction - TimeInterval(offset)) * 1000).rounded(.down)
-        let instant = Date(timeIntervalSince1970: milliseconds / 1000)
+        let seconds = date.timeIntervalSince1970 - TimeInterval(offset)
+        let instant = Date(timeIntervalSince1970: seconds + TimeInterval(milliseconds) / 1000)
         // An offset can carry 0001-01-01T00:00:00+01:00 out of what can be written back.
         return range.contains(instant) ? instant : nil
     }

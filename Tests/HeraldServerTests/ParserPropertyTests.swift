@@ -92,6 +92,9 @@ import HTTPTypes
         }
         #expect(Timestamp.format(Timestamp.parse("2015-10-09T13:10:52.9996Z") ?? .distantPast) == "2015-10-09T13:10:52.999Z",
                 "a time is kept to the millisecond it is in")
+        for text in ["2015-10-09T13:10:52.999Z", "2015-10-09T13:10:52.001Z", "9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.999Z"] {
+            #expect(Timestamp.format(Timestamp.parse(text) ?? .distantPast) == text, "milliseconds are exact")
+        }
     }
 
     @Test func requestTargetsAndHeadsNeverTrapAndKeepSegmentsWhole() {
