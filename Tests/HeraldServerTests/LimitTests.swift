@@ -30,22 +30,26 @@ import Testing
         #expect(try again.awaitHead().status == 200)
     }
 
+    /// Sends `start`, then `byte` every round, each round at least 0.2 s (the socket's timeout): 100
+    /// rounds go on for 20 s or more, far past a 1 s deadline. Meanwhile another client must be
+    /// served at once. Returns whether the server closed the connection (a broken pipe, or EOF).
+    static func trickleUntilClosed(_ server: TestHerald, start: String, byte: String) throws -> Bool {
+        let trickler = try Socket(port: server.port, timeout: 0.2)
+        try trickler.send(start)
+        for _ in 0..<100 {
+            if (try? trickler.send(byte)) == nil { return true }
+            if let bytes = try? trickler.receive(), bytes.isEmpty { return true }
+            #expect(try server.client().get("/health").status == 200)
+        }
+        return false
+    }
+
     @Test func aSlowHeadIsCutOffWhileOthersAreServed() throws {
         let server = try TestHerald { $0.http.headerTimeout = .seconds(1) }
         defer { server.stop() }
         // One sends nothing; one trickles its head a byte at a time, faster than any idle timeout.
         let silent = try Socket(port: server.port, timeout: 30)
-        let trickler = try Socket(port: server.port, timeout: 0.2)
-        try trickler.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        var trickleClosed = false
-        // At least 0.2 s a round: 100 rounds trickle for 20 s or more, far past the 1 s deadline.
-        for _ in 0..<100 where !trickleClosed {
-            // A broken pipe or a read of EOF: the server closed the connection.
-            if (try? trickler.send("X")) == nil { trickleClosed = true; break }
-            if let bytes = try? trickler.receive(), bytes.isEmpty { trickleClosed = true }
-            // Meanwhile another client is served at once.
-            #expect(try server.client().get("/health").status == 200)
-        }
+        let trickleClosed = try Self.trickleUntilClosed(server, start: "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n", byte: "X")
         #expect(trickleClosed, "a head trickled for 20 s was not cut off")
         #expect(try silent.receive().isEmpty, "a client that sent nothing kept its connection")
     }
@@ -55,16 +59,8 @@ import Testing
     @Test func aDrippingBodyIsCutOffWhileOthersAreServed() throws {
         let server = try TestHerald { $0.http.requestTimeout = .seconds(1) }
         defer { server.stop() }
-        let dripper = try Socket(port: server.port, timeout: 0.2)
-        try dripper.send("PUT /units/drip HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-        var closed = false
-        // At least 0.2 s a round: 100 rounds drip for 20 s or more, far past the 1 s deadline.
-        for _ in 0..<100 where !closed {
-            if (try? dripper.send(" ")) == nil { closed = true; break }
-            if let bytes = try? dripper.receive(), bytes.isEmpty { closed = true }
-            #expect(try server.client().get("/health").status == 200)
-        }
-        #expect(closed, "a body dripped for 20 s was not cut off")
+        let head = "PUT /units/drip HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+        #expect(try Self.trickleUntilClosed(server, start: head, byte: " "), "a body dripped for 20 s was not cut off")
         #expect(try server.client().get("/units/drip").status == 404)
         // A body that comes whole is not cut off by its answer's wait.
         #expect(try server.client().put("/units/whole", #"{"name":"W","status":"healthy"}"#).status == 201)
