@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldAuth
 @testable import HeraldHTTP
 import HeraldDomain
 import HeraldJSON
@@ -94,6 +95,26 @@ import HTTPTypes
                 "a time is kept to the millisecond it is in")
         for text in ["2015-10-09T13:10:52.999Z", "2015-10-09T13:10:52.001Z", "9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.999Z"] {
             #expect(Timestamp.format(Timestamp.parse(text) ?? .distantPast) == text, "milliseconds are exact")
+        }
+    }
+
+    /// Any `exp` and `nbf` a validly signed token may carry, every Double included (huge, tiny,
+    /// negative, subnormal, infinite, NaN): checking them never traps, an accepted token expires after
+    /// now and no later than the end of 9999, and one not yet valid is refused.
+    @Test func tokenTimesNeverTrapAndStayWithinWhatHeraldKeeps() {
+        var random = Generator(state: Self.seed ^ 9)
+        let now = Date(timeIntervalSince1970: 1_795_400_000)
+        let edges: [Double] = [9_999_999_999_999_999_999, 1e300, .greatestFiniteMagnitude, 253_402_300_800, -1e300, 0, -0.0,
+                               .leastNonzeroMagnitude, .infinity, -.infinity, .nan, 1_795_400_000, 1_795_400_000.5]
+        for index in 0..<(Self.iterations / 10 + edges.count * edges.count) {
+            let pair = index < edges.count * edges.count
+                ? (edges[index / edges.count], edges[index % edges.count])
+                : (Double(bitPattern: random.next()), random.next() % 2 == 0 ? Double(bitPattern: random.next()) : .nan)
+            let claims = TokenClaims(subject: "ann", expires: Date(timeIntervalSince1970: pair.0),
+                                     notBefore: pair.1.isNaN ? nil : Date(timeIntervalSince1970: pair.1), grants: Grants())
+            guard let token = try? TokenVerifier.check(claims, at: now) else { continue }
+            #expect(token.expires > now && token.expires <= TokenVerifier.latestExpiry, "exp \(pair.0)")
+            #expect(!(pair.1 > now.timeIntervalSince1970), "nbf \(pair.1) is later than now, yet accepted")
         }
     }
 
