@@ -34,9 +34,11 @@ final class ProcessStatistics: Sendable {
         guard let directory = opendir("/proc/self/fd") else { return 0 }
         defer { closedir(directory) }
         var count = 0
+        // By type, not by name: `entry.pointee.d_name` copies all 256 bytes of the name's array, past the
+        // end of a short record in readdir's buffer (AddressSanitizer caught it in a scrape). The
+        // descriptors are links; only `.` and `..` are directories.
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { $0.first ?? 0 }
-            if name != UInt8(ascii: ".") { count += 1 }
+            if entry.pointee.d_type != UInt8(DT_DIR) { count += 1 }
         }
         return max(count - 1, 0)
     }
