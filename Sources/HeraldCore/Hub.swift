@@ -80,7 +80,7 @@ public final class Hub: Sendable {
         /// Every event published, transient ones too (`Event.order`).
         var order: UInt64 = 0
         var history = RingBuffer<Event>()
-        /// What the history's events hold: data and frame bytes, and `Hub.eventOverhead` each.
+        /// What the history's events cost, each as `Hub.historySize(of:)` counts it.
         var historyBytes = 0
         var subjects: [String: Subject] = [:]
         var observerCount = 0
@@ -129,9 +129,14 @@ public final class Hub: Sendable {
         state.history.append(event)
         state.historyBytes += Self.historySize(of: event)
         while state.history.count > historyLimit || (state.historyBytes > historyByteLimit && state.history.count > 1) {
-            guard let dropped = state.history.removeFirst() else { break }
-            state.historyBytes -= Self.historySize(of: dropped)
+            Self.dropOldest(from: &state)
         }
+    }
+
+    /// Drops the oldest kept event, and its bytes from the count.
+    private static func dropOldest(from state: inout State) {
+        guard let dropped = state.history.removeFirst() else { return }
+        state.historyBytes -= historySize(of: dropped)
     }
 
     /// The newest sequence number published.
@@ -372,10 +377,7 @@ public final class Hub: Sendable {
     public func forget(before oldestKept: UInt64) {
         let dropped = state.withLock { state -> Int in
             let before = state.historyBytes
-            while let first = state.history.first, first.id < oldestKept {
-                _ = state.history.removeFirst()
-                state.historyBytes -= Self.historySize(of: first)
-            }
+            while let first = state.history.first, first.id < oldestKept { Self.dropOldest(from: &state) }
             return before - state.historyBytes
         }
         // glibc keeps freed memory for reuse unless asked: a history that shrank much gives it back.

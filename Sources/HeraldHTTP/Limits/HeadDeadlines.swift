@@ -23,7 +23,7 @@ final class HeadDeadlines: Sendable {
     let bodyTimeout: Duration
     private let table = Mutex<[UInt: Waiting]>([:])
 
-    init(timeout: Duration, bodyTimeout: Duration = .seconds(30)) {
+    init(timeout: Duration, bodyTimeout: Duration) {
         self.timeout = timeout
         self.bodyTimeout = bodyTimeout
     }
