@@ -100,4 +100,59 @@ static inline void cmhd_drop_query_arguments(const char *uri)
     if (question != NULL) question[1] = '\0';
 }
 
+/// Walks a request's head as libmicrohttpd holds it: its read buffer, in which each line's CR LF (or
+/// LF) and each field's colon were overwritten with NUL in place (connection.c:2604, 3443), and which
+/// holds every field as pointers into it, in the order they came (connection.c:395).
+typedef struct {
+    const char *begin;  // the request line's start (the method)
+    const char *end;    // just past the empty line that ends the head
+    const char *cursor; // where the previous field's value (at first, the version) ends
+    int hidden;         // a field held a NUL, a CR, or a line of its own (folded)
+} cmhd_head_scan;
+
+/// Whether [from, to) lies in the head and holds `least` to `most` bytes, each NUL.
+static inline int cmhd_nul_run(const cmhd_head_scan *scan, const char *from, const char *to, long least, long most)
+{
+    if (from < scan->begin || to > scan->end || to - from < least || to - from > most) return 0;
+    for (const char *byte = from; byte < to; byte++) if (*byte != '\0') return 0;
+    return 1;
+}
+
+static enum MHD_Result cmhd_scan_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    cmhd_head_scan *scan = cls;
+    if (key == NULL || value == NULL) { scan->hidden = 1; return MHD_NO; }
+    const char *key_end = key + strlen(key);
+    const char *value_end = value + strlen(value);
+    // Between the previous line's last byte and this name: that line's CR LF or LF, nothing more.
+    int whole = cmhd_nul_run(scan, scan->cursor, key, 1, 2);
+    // Between the name and the value: the colon, then spaces and tabs.
+    if (whole && (key_end[0] != '\0' || value <= key_end || value > scan->end)) whole = 0;
+    for (const char *byte = key_end + 1; whole && byte < value; byte++) if (*byte != ' ' && *byte != '\t') whole = 0;
+    if (whole && strchr(value, '\r') != NULL) whole = 0;
+    if (!whole) { scan->hidden = 1; return MHD_NO; }
+    scan->cursor = value_end;
+    return MHD_YES;
+}
+
+/// Whether a request's head held a field value that C strings would cut short (`Content-Length: 2\0NN`
+/// is read as 2: RFC 9110 §5.5 says to refuse a NUL, CR or LF in a field value), or a field folded
+/// over two lines (which libmicrohttpd joins without the space RFC 9112 §5.2 asks for). Each value
+/// must end where its line ends: at the NULs that replaced the line's CR LF, followed by the next
+/// name or, after the last, by the empty line. Call from the first access-handler call, with the
+/// `method` and `version` libmicrohttpd passed to it (pointers into the same buffer).
+static inline int cmhd_head_hides_bytes(struct MHD_Connection *connection, const char *method, const char *version)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (info == NULL || method == NULL || version == NULL) return 1;
+    cmhd_head_scan scan = { method, method + info->header_size, NULL, 0 };
+    if (version < scan.begin || version > scan.end) return 1;
+    scan.cursor = version + strlen(version);
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, cmhd_scan_field, &scan);
+    // After the last field (or the request line), its line's end and the empty line: 2 to 4 NULs.
+    return scan.hidden || !cmhd_nul_run(&scan, scan.cursor, scan.end, 2, 4);
+}
+
 #endif

@@ -41,6 +41,36 @@ import Testing
         #expect(try server.client().get("/units/smuggled").status == 404)
     }
 
+    /// RFC 9110 §5.5: a field value with NUL, CR or LF is refused and its connection closed. libmicrohttpd
+    /// reads a value up to a NUL, so `Content-Length: 2\0NN` was 2 and the request behind it ran.
+    @Test func fieldValuesWithNulCROrFoldsAreRefusedAndTheRestIsNeverARequest() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let nul = "\u{0}"
+        let heads = [
+            "Content-Length: 2\(nul)NN",                               // the last field
+            "Content-Length: 2\(nul)NN\r\nX-After: 1",               // a field in the middle
+            "Content-Length: 2\r\nX-Note: a\(nul)b",
+            "Content-Length: 2\r\nX-Note: a\(nul)",                  // a NUL alone at the end of the line
+            "Content-Length: 2\r\nX-Note:\(nul)b",
+            "Content-Length: 2\r\nX-Note: a\rb",                     // a CR that ends no line
+            "Content-Length: 2\r\nX-Note: a\r\n b",                 // folded (obs-fold)
+        ]
+        for head in heads {
+            let answer = try exchange(server, "POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(head)\r\n\r\n{}\(smuggled)")
+            #expect(statuses(answer) == [400], "\(head.debugDescription): \(answer)")
+            #expect(answer.contains("Connection: close"), "\(head.debugDescription)")
+        }
+        #expect(try server.client().get("/units/smuggled").status == 404)
+        // Heads the check must not refuse: bare LF line ends, spaces around values, an empty value, no fields.
+        let body = "{\"name\":\"Clean\",\"status\":\"healthy\"}"
+        let clean = try exchange(server, "PUT /units/clean HTTP/1.1\nHost: x\nX-Empty:\r\nX-Spaced:   a b  \r\nContent-Type: application/json\t\n"
+                                 + "Connection: close\nContent-Length: \(body.utf8.count)\n\n\(body)")
+        #expect(statuses(clean).first == 201, "\(clean)")
+        #expect(try server.client().get("/units/clean").status == 200)
+        #expect(statuses(try exchange(server, "GET /health HTTP/1.0\r\n\r\n")) == [200])
+    }
+
     /// The asterisk form is for OPTIONS only (RFC 9112 §3.2.4): `GET *` answered the page with 200.
     @Test func theAsteriskTargetIsForOptionsOnly() throws {
         let server = try TestHerald()

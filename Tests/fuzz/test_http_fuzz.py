@@ -103,7 +103,7 @@ methods = st.sampled_from(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 versions = st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "", "http/1.1", "HTTP/1.1 x"])
 header_value = st.one_of(
     st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40),
-    st.sampled_from([";", ";;", ";, en", ";q=1", ", en", "de-DE,de;q=0.9", "*", "ja", "-5", "0", "99999999999999999999",
+    st.sampled_from(["2\x00NN", "a\rb", "a\r\n b", "\x00", ";", ";;", ";, en", ";q=1", ", en", "de-DE,de;q=0.9", "*", "ja", "-5", "0", "99999999999999999999",
                      "chunked", "xchunked", "gzip, chunked", "chunked, identity", "identity", "W/\"x\"", "\"x\"",
                      "9223372036854775807", "18446744073709551616", "http://127.0.0.1", "evil.example"]),
 )
@@ -170,6 +170,18 @@ SHAPES = [  # the issues' findings, kept in the corpus
     b"GET /auctions/1%00junk HTTP/1.1\r\nHost: x\r\n\r\n",
     b"GET /events?topic=units/&topic=notifications/.. HTTP/1.1\r\nHost: x\r\n\r\n",
     b"GET /trips/1 HTTP/1.1\r\nHost: x\r\n: \r\nHost: \r\n\r\n",
+    # issue 24: a NUL, a CR or a fold in a field value (read up to the NUL, Content-Length was 2)
+    b"POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\x00NN\r\n\r\n{}"
+    b"PUT /units/smuggled HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n"
+    b'{"name":"Smuggl","status":"dead"} ',
+    b"GET /health HTTP/1.1\r\nHost: x\x00y\r\nX-A: 1\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: x\r\nX-A:\x00\r\n\r\n",
+    # issue 24: a token whose exp is past any deadline Herald keeps (1e300, 2^64-ish), and one that is not JSON
+    b"GET /currency/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjFlMzAwfQ.x\r\n\r\n",
+    b"GET /currency/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjk5OTk5OTk5OTk5OTk5OTk5OTk5fQ.x\r\n\r\n",
+    b"GET /currency/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer eyJhbGciOiJIUzI1NiIsImNyaXQiOlsienp6Il19.eyJleHAiOjEsImV4cCI6Mn0.x\r\n\r\n",
 ]
 
 

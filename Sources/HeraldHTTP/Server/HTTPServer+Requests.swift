@@ -23,6 +23,13 @@ extension HTTPServer {
             context.head = Self.fields(head)
             context.id = requestIDs.id(for: context.head[values: .requestID].first)
             context.client = client(of: connection, head: context.head)
+            if cmhd_head_hides_bytes(connection, method, version) != 0 {
+                // RFC 9110 §5.5: a value with NUL (read up to it, `Content-Length: 2\0NN` is 2), CR or
+                // LF would be read one way here and another by a proxy in front.
+                let problem = Problem(status: .badRequest, detail: "a header field holds a NUL, CR or line break, or is folded over two lines",
+                                      headers: [.connection: "close"])
+                return answer(problem.response, on: connection, method: methodName, context: context)
+            }
             if context.rawTarget.utf8.count > configuration.targetBytesLimit {
                 let problem = Problem(status: .uriTooLong, detail: "the request target is longer than \(configuration.targetBytesLimit) bytes",
                                       headers: [.connection: "close"])
