@@ -18,7 +18,8 @@ func heraldExecutable() -> URL {
 /// (a check of /health could then reach one of theirs).
 final class HeraldProcess {
     /// For load tests from one address: no limit on streams per address, new connections or writes.
-    static let unlimited = ["--streams-per-address", "0", "--connections-per-second", "0", "--writes-per-second", "0"]
+    static let unlimited = ["--streams-per-address", "0", "--connections-per-second", "0", "--connections-per-address", "0",
+                            "--writes-per-second", "0"]
 
     let process = Process()
     let port: Int
@@ -27,13 +28,19 @@ final class HeraldProcess {
     let log = LogLines()
 
     /// Starts `herald` in memory, or on `dataDirectory` when given, or on the database `arguments`
-    /// name with `--store`.
-    init(arguments: [String] = [], dataDirectory: String? = nil) throws {
-        process.executableURL = heraldExecutable()
+    /// name with `--store`; with `openFileLimit`, under that limit (`ulimit -n`, then `exec`).
+    init(arguments: [String] = [], dataDirectory: String? = nil, openFileLimit: Int? = nil) throws {
         let store = arguments.contains("--store") ? [] : dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
         // No pause between SIGTERM and the streams' end unless a test asks for one.
         let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
-        process.arguments = ["--port", "0", "--log-level", "info"] + store + drain + arguments
+        let heraldArguments = ["--port", "0", "--log-level", "info"] + store + drain + arguments
+        if let openFileLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", heraldExecutable().path] + heraldArguments
+        } else {
+            process.executableURL = heraldExecutable()
+            process.arguments = heraldArguments
+        }
         // The test command checks the children for leaks, not the test process (see scripts/test).
         if let options = ProcessInfo.processInfo.environment["HERALD_CHILD_ASAN_OPTIONS"] {
             process.environment = ProcessInfo.processInfo.environment.merging(["ASAN_OPTIONS": options]) { $1 }

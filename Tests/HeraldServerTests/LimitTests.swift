@@ -203,3 +203,81 @@ import Testing
         #expect(limiter.take("a", at: start + .seconds(10)) != nil)
     }
 }
+
+/// Connections one address may hold, and room for everyone else when descriptors run short (issue 24,
+/// item 5). Each test runs `herald` under a small open-file limit, as a container's 1,024 would be,
+/// and speaks from several loopback addresses: to the server, 127.0.0.2 is another client.
+@Suite struct ConnectionShareTests {
+    /// Connects from `source`, asks for `/health/live` and reads the whole answer, keeping the
+    /// connection open. nil: closed without an answer.
+    static func keptAlive(_ port: Int, from source: String = "127.0.0.1") throws -> Socket? {
+        let socket = try Socket(port: port, timeout: 30, source: source)
+        try socket.send("GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        var parser = HTTPResponseParser()
+        while !parser.complete {
+            guard let bytes = try? socket.receive(), !bytes.isEmpty else { return nil }
+            try parser.feed(bytes)
+        }
+        return parser.head?.status == 200 ? socket : nil
+    }
+
+    /// Whether the server has closed `socket`: its end (or a reset) is there to read, without waiting.
+    static func isClosed(_ socket: Socket) -> Bool {
+        var byte: UInt8 = 0
+        let count = recv(socket.fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    @Test func oneAddressAtItsMaximumLeavesOthersAbleToBidStreamAndProbe() throws {
+        let herald = try HeraldProcess(arguments: ["--connections-per-address", "40", "--connections-per-second", "0"],
+                                       openFileLimit: 256)
+        let other = HTTPClient(port: herald.port, source: "127.0.0.2")
+        let created = try other.post("/auctions", #"{"item":"lamp","countdownSeconds":60,"startingPrice":0}"#)
+        let id = try #require(created.json["id"] as? String)
+        other.close()
+        // 127.0.0.1 takes its 40: 5 streams and 35 kept-alive connections.
+        var held: [Any] = []
+        for _ in 0..<5 {
+            let stream = try SSEClient(port: herald.port, path: "/currency/events")
+            try stream.awaitHead()
+            held.append(stream)
+        }
+        for index in 0..<35 {
+            let socket = try #require(try Self.keptAlive(herald.port), "connection \(index) of 35")
+            held.append(socket)
+        }
+        // The 41st is closed at accept, unanswered, a stream as well as a request.
+        #expect(try Self.keptAlive(herald.port) == nil)
+        #expect(throws: (any Error).self) { try SSEClient(port: herald.port, path: "/currency/events").awaitHead(timeout: 30) }
+        // Another address bids, streams and probes.
+        let bidder = HTTPClient(port: herald.port, source: "127.0.0.2")
+        #expect(try bidder.post("/auctions/\(id)/bids", #"{"bidder":"ann","amount":5}"#).status == 201)
+        let watcher = try SSEClient(port: herald.port, path: "/auctions/\(id)/events", source: "127.0.0.2")
+        #expect(try watcher.next().event == "snapshot")
+        let probe = HTTPClient(port: herald.port, source: "127.0.0.3")
+        #expect(try probe.get("/health/live").status == 200)
+        #expect(try probe.get("/health/ready").status == 200)
+        // A connection given back is room again for its address.
+        held.removeLast(10)
+        #expect(eventually(timeout: 30) { (try? Self.keptAlive(herald.port)) != nil })
+    }
+
+    @Test func theLongestIdleConnectionsMakeRoomWhenDescriptorsRunShort() throws {
+        // 256 files: libmicrohttpd holds at most 192 connections, and idle ones are closed from 160 on.
+        let herald = try HeraldProcess(arguments: ["--connections-per-address", "0", "--connections-per-second", "0"],
+                                       openFileLimit: 256)
+        var sockets: [Socket] = []
+        for index in 0..<300 {
+            // Without room made, the 193rd would wait in the accept queue for the first idle timeout (60 s).
+            let socket = try #require(try Self.keptAlive(herald.port), "connection \(index) of 300 was not answered")
+            sockets.append(socket)
+        }
+        #expect(eventually(timeout: 30) { Self.isClosed(sockets[0]) }, "the longest idle connection was closed")
+        #expect(!Self.isClosed(sockets[299]), "the newest connection is still open")
+        let open = sockets.filter { !Self.isClosed($0) }.count
+        #expect(open <= 192, "\(open) connections still open")
+        let probe = HTTPClient(port: herald.port, source: "127.0.0.2")
+        #expect(try probe.get("/health/live").status == 200)
+        #expect(try probe.get("/health/ready").status == 200)
+    }
+}

@@ -218,7 +218,7 @@ import Testing
     /// answers requests (the writer's or libmicrohttpd's). The property itself is checked, not a
     /// timing: how fast a bid is answered with many watchers is measured in `Benchmarks/`.
     @Test func aBidDoesNotWaitForItsWatchers() throws {
-        let server = try TestHerald { ($0.http.streamsPerClient, $0.http.connectionsPerSecond) = (nil, nil) }
+        let server = try TestHerald { ($0.http.streamsPerClient, $0.http.connectionsPerSecond, $0.http.connectionsPerAddress) = (nil, nil, nil) }
         defer { server.stop() }
         let client = server.client()
         let watched = try server.auction(countdown: 3600)

@@ -23,7 +23,13 @@ public final class HTTPClient {
     public let port: Int
     private var socket: Socket?
 
-    public init(port: Int) { self.port = port }
+    /// The local address connections come from (see `Socket`); nil: any.
+    public let source: String?
+
+    public init(port: Int, source: String? = nil) {
+        self.port = port
+        self.source = source
+    }
 
     /// Sends one request and reads the whole response. JSON bodies get `Content-Type: application/json`
     /// unless `headers` name another.
@@ -39,7 +45,7 @@ public final class HTTPClient {
         head += "\r\n"
         // A server may close a keep-alive connection between requests; retry once on a fresh one.
         for attempt in 0..<2 {
-            let socket = try self.socket ?? Socket(port: port)
+            let socket = try self.socket ?? Socket(port: port, source: source)
             self.socket = socket
             do {
                 try socket.send(Array(head.utf8) + (payload ?? []))

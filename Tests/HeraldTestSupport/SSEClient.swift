@@ -18,8 +18,8 @@ public final class SSEClient {
     public private(set) var ended = false
 
     /// Connects and sends the request; `head` is read with the first event.
-    public init(port: Int, path: String, headers: [(String, String)] = [], receiveBuffer: Int32? = nil) throws {
-        socket = try Socket(port: port, receiveBuffer: receiveBuffer)
+    public init(port: Int, path: String, headers: [(String, String)] = [], receiveBuffer: Int32? = nil, source: String? = nil) throws {
+        socket = try Socket(port: port, receiveBuffer: receiveBuffer, source: source)
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         try socket.send(request + "\r\n")
@@ -28,7 +28,10 @@ public final class SSEClient {
     /// Reads until the response head is in. Returns it.
     @discardableResult
     public func awaitHead(timeout: Double = 15) throws -> HTTPResponseParser.Head {
-        while head == nil { try pump(timeout: timeout) }
+        while head == nil {
+            guard !ended else { throw TestError("the server closed the connection without an answer") }
+            try pump(timeout: timeout)
+        }
         guard let head else { throw TestError("no head") }
         return head
     }

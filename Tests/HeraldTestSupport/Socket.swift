@@ -8,8 +8,9 @@ public final class Socket {
 
     /// - Parameter receiveBuffer: a small kernel receive buffer (set before connecting, as TCP needs),
     ///   so a client that stops reading fills it quickly.
-    public init(port: Int, host: String = "127.0.0.1", timeout: Double = 30, receiveBuffer: Int32? = nil) throws {
-        fd = clinux_connect_ipv4(host, UInt16(port), receiveBuffer ?? 0)
+    ///   `source`: the local address to connect from (127.0.0.2 is another client to the server); nil: any.
+    public init(port: Int, host: String = "127.0.0.1", timeout: Double = 30, receiveBuffer: Int32? = nil, source: String? = nil) throws {
+        fd = source.map { clinux_connect_ipv4_from(host, UInt16(port), receiveBuffer ?? 0, $0) } ?? clinux_connect_ipv4(host, UInt16(port), receiveBuffer ?? 0)
         guard fd >= 0 else { throw TestError("connect to \(host):\(port) failed: errno \(errno)") }
         setTimeout(timeout)
     }

@@ -86,10 +86,28 @@ static inline int clinux_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
 /* A blocking TCP connection to an IPv4 address, with TCP_NODELAY, closed on exec: its descriptor, or -1
    with errno set. A `receive_buffer` above 0 is set before connecting, as TCP fixes its window then.
    For the benchmark's and the tests' clients. */
+static inline int clinux_connect_ipv4_from(const char *host, uint16_t port, int receive_buffer, const char *source);
+
 static inline int clinux_connect_ipv4(const char *host, uint16_t port, int receive_buffer) {
+    return clinux_connect_ipv4_from(host, port, receive_buffer, NULL);
+}
+
+/// `clinux_connect_ipv4` from the local address `source` (NULL: any): on loopback, 127.0.0.2 is
+/// another client as far as the server can tell.
+static inline int clinux_connect_ipv4_from(const char *host, uint16_t port, int receive_buffer, const char *source) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     if (receive_buffer > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    if (source != NULL) {
+        struct sockaddr_in local = {0};
+        local.sin_family = AF_INET;
+        if (inet_pton(AF_INET, source, &local.sin_addr) != 1 || bind(fd, (struct sockaddr *)&local, sizeof local) != 0) {
+            int error = errno;
+            close(fd);
+            errno = error;
+            return -1;
+        }
+    }
     struct sockaddr_in address = {0};
     address.sin_family = AF_INET;
     address.sin_port = htons(port);

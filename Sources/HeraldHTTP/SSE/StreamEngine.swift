@@ -48,7 +48,7 @@ public final class StreamEngine: Sendable {
     let perClientLimit: Int?
     /// Told of each stream's end and of the events written.
     private let observer: (any HTTPObserver)?
-    /// Open streams by client address (only while `perClientLimit` is set).
+    /// Open streams by client address (for `perClientLimit`, and the server's connections per address).
     private let clients = Mutex<[String: Int]>([:])
     /// Runs about once a second on the engine's thread.
     private let tickHooks = Mutex<[@Sendable () -> Void]>([])
@@ -125,14 +125,12 @@ public final class StreamEngine: Sendable {
     /// Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
              start: [UInt8]) throws(Refusal) {
-        if let perClientLimit {
-            let taken = clients.withLock { clients -> Bool in
-                guard clients[client, default: 0] < perClientLimit else { return false }
-                clients[client, default: 0] += 1
-                return true
-            }
-            guard taken else { throw .clientFull }
+        let taken = clients.withLock { clients -> Bool in
+            guard clients[client, default: 0] < perClientLimit ?? Int.max else { return false }
+            clients[client, default: 0] += 1
+            return true
         }
+        guard taken else { throw .clientFull }
         guard streamCount.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
             streamCount.wrappingSubtract(1, ordering: .relaxed)
             release(client)
@@ -155,9 +153,11 @@ public final class StreamEngine: Sendable {
         signal()
     }
 
+    /// Streams `client` holds.
+    func held(by client: String) -> Int { clients.withLock { $0[client, default: 0] } }
+
     /// One stream of `client` fewer.
     private func release(_ client: String) {
-        guard perClientLimit != nil else { return }
         clients.withLock { clients in
             let left = clients[client, default: 1] - 1
             clients[client] = left > 0 ? left : nil

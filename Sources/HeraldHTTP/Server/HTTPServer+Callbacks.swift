@@ -20,7 +20,7 @@ extension HTTPServer {
             server.sendDeferredWakeup()
             if let connection {
                 let idle = server.configuration.connectionTimeout
-                server.headDeadlines.requestCompleted(connection, idle: idle > 0 ? .seconds(idle) : nil)
+                server.connections.requestCompleted(connection, idle: idle > 0 ? .seconds(idle) : nil)
             }
         }
         guard let contextPointer, let raw = contextPointer.pointee else { return }
@@ -34,7 +34,7 @@ extension HTTPServer {
         if let cls {
             let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
             server.sendDeferredWakeup()
-            if let connection { server.headDeadlines.requestLine(connection) }
+            if let connection { server.connections.requestLine(connection) }
         }
         let raw = uri.map { String(cString: $0) } ?? ""
         if let uri { cmhd_drop_query_arguments(uri) }
@@ -42,29 +42,46 @@ extension HTTPServer {
     }
 
     /// Each accepted socket, before it becomes a connection: an address past its rate of new
-    /// connections is closed unanswered (daemon.c:2480). Trusted proxies carry many clients and pass.
+    /// connections, or holding as many connections and streams as one address may, is closed
+    /// unanswered (daemon.c:2480). Trusted proxies carry many clients and pass.
     static let acceptCallback: MHD_AcceptPolicyCallback = { cls, address, _ in
         guard let cls else { return MHD_Result.YES }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-        guard let limiter = server.connectionRate, let peer = address.flatMap(HTTPServer.text(of:)), !server.clients.isTrusted(peer)
+        guard server.connectionRate != nil || server.configuration.connectionsPerAddress != nil,
+              let peer = address.flatMap(HTTPServer.text(of:)), !server.clients.isTrusted(peer)
         else { return MHD_Result.YES }
-        guard limiter.take(peer) == nil else {
+        if let limit = server.configuration.connectionsPerAddress,
+           server.connections.held(by: peer) + server.streams.held(by: peer) >= limit {
+            server.logger.debug("connection refused: this address holds as many connections as one may",
+                                metadata: ["http.client": "\(peer)"])
+            return MHD_Result.NO
+        }
+        if let limiter = server.connectionRate, limiter.take(peer) != nil {
             server.logger.debug("connection refused: too many new connections", metadata: ["http.client": "\(peer)"])
             return MHD_Result.NO
         }
         return MHD_Result.YES
     }
 
-    /// A connection starts (its head is due) or is closed (before its socket is: daemon.c:3799).
+    /// A connection starts (its head is due; when room runs short, idle ones are closed for it) or is
+    /// closed (before its socket is: daemon.c:3799).
     static let connectionCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
         guard let cls, let connection else { return }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
         if code.rawValue == 0 { // MHD_CONNECTION_NOTIFY_STARTED
             let socket = cmhd_connection_fd(connection)
-            if socket >= 0 { server.headDeadlines.started(connection, socket: socket) }
+            if socket >= 0 { server.connections.started(connection, socket: socket, address: HTTPServer.peer(of: connection)) }
+            // Descriptors run short: the connections longest idle make room for this one and the next.
+            server.makeRoom()
         } else {
-            server.headDeadlines.closed(connection)
+            server.connections.closed(connection)
         }
+    }
+
+    /// The connection's peer address as text, or `-`.
+    static func peer(of connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        return cmhd_client_address(connection, &buffer, buffer.count) == 0 ? string(buffer) : "-"
     }
 
     /// An address as text (`cmhd_format_address`), or nil.

@@ -18,7 +18,7 @@ extension HTTPServer {
             // a refusal is answered now: its connection closes, and no byte after the head is read.
             context.started = true
             context.startedAt = .now
-            headDeadlines.headReceived(connection)
+            connections.headReceived(connection)
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
             context.head = Self.fields(head)
             context.id = requestIDs.id(for: context.head[values: .requestID].first)
@@ -60,7 +60,7 @@ extension HTTPServer {
             }
             if (declaredLength ?? 0) > 0 || context.head[.transferEncoding] != nil {
                 context.bodyDue = true
-                headDeadlines.bodyDue(connection)
+                connections.bodyDue(connection)
             }
             return MHD_Result.YES
         }
@@ -81,7 +81,7 @@ extension HTTPServer {
         if context.bodyDue {
             // The body is in: answering it (perhaps after the writer) is not the client's time.
             context.bodyDue = false
-            headDeadlines.headReceived(connection)
+            connections.headReceived(connection)
         }
         let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
         if let pending = context.pending {
@@ -123,8 +123,7 @@ extension HTTPServer {
 
     /// The connection's peer, or behind a trusted proxy the client it forwards for.
     private func client(of connection: OpaquePointer, head: HTTPFields) -> String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let peer = cmhd_client_address(connection, &buffer, buffer.count) == 0 ? Self.string(buffer) : "-"
+        let peer = Self.peer(of: connection)
         guard !clients.trustedProxies.isEmpty else { return peer }
         return clients.client(peer: peer, forwardedFor: head[values: .xForwardedFor])
     }

@@ -28,8 +28,12 @@ public final class HTTPServer: Sendable {
     let clients: ClientResolver
     /// New connections per address and second; nil: no limit.
     let connectionRate: RateLimiter?
-    /// Each connection's deadline for its request head.
-    let headDeadlines: HeadDeadlines
+    /// Every connection libmicrohttpd holds: deadlines, addresses, idleness.
+    let connections: ConnectionTable
+    /// Connections held (with streams, descriptors used) past which idle connections are closed to
+    /// make room: the connection limit, and the open-file limit less the store's and logs' share,
+    /// each less `reserve`.
+    let roomyConnections: Int, roomyDescriptors: Int
     private let daemon = Mutex<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
     /// Set when stopping begins: new streams are refused, so every stream can be ended before the daemon stops.
@@ -46,9 +50,10 @@ public final class HTTPServer: Sendable {
                                perClientLimit: configuration.streamsPerClient, observer: observer)
         clients = ClientResolver(trustedProxies: configuration.trustedProxies)
         connectionRate = configuration.connectionsPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }
-        let headDeadlines = HeadDeadlines(timeout: configuration.headerTimeout, bodyTimeout: configuration.requestTimeout)
-        self.headDeadlines = headDeadlines
-        streams.everySecond { headDeadlines.sweep() }
+        let connections = ConnectionTable(timeout: configuration.headerTimeout, bodyTimeout: configuration.requestTimeout)
+        self.connections = connections
+        roomyConnections = max((configuration.connectionLimit ?? Self.defaultConnectionLimit()) - Self.reserve, 1)
+        roomyDescriptors = max(Self.openFileLimit() - 64 - Self.reserve, 1)
         guardState = Mutex(RequestGuard(allowedHosts: configuration.allowedHosts, port: configuration.port))
     }
 
@@ -95,6 +100,13 @@ public final class HTTPServer: Sendable {
         let port = Int(cmhd_bound_port(raw))
         boundPort.store(port, ordering: .relaxed)
         guardState.withLock { $0 = RequestGuard(allowedHosts: configuration.allowedHosts, port: port) }
+        // Each second: connections past their deadlines go, and when room is short, the longest idle
+        // (a connection libmicrohttpd holds at its limit accepts no other that would close them).
+        streams.everySecond { [weak self] in
+            guard let self else { return }
+            connections.sweep()
+            makeRoom()
+        }
         streams.start(heartbeat: configuration.heartbeat)
         logger.debug("http server started", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
     }
@@ -138,6 +150,20 @@ public final class HTTPServer: Sendable {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
         return Int(min(limit.rlim_cur, 1 << 20))
+    }
+
+    /// Connections kept free for whoever comes next (a health probe, a client with a change): when
+    /// fewer are free, each new connection closes the one longest idle.
+    static let reserve = 32
+
+    /// When fewer than `reserve` connections are free (counting streams against the open-file limit),
+    /// closes the ones longest idle until that many are.
+    func makeRoom() {
+        let held = connections.count
+        let excess = max(held - roomyConnections, held + streams.count - roomyDescriptors)
+        guard excess > 0 else { return }
+        let closed = connections.closeIdle(excess)
+        if closed > 0 { logger.debug("idle connections closed to make room", metadata: ["http.closed": "\(closed)"]) }
     }
 
     /// The open-file limit less a reserve for the store, logs and timers.

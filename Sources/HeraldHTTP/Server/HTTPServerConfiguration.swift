@@ -27,6 +27,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// New connections one address may open a second (bursts of twice that); others are closed
     /// unanswered at accept. Trusted proxies are not limited. nil: no limit.
     public var connectionsPerSecond: Int? = 200
+    /// Connections one address may hold at once, streams included; more are closed unanswered at
+    /// accept. Trusted proxies are not limited. nil: no limit.
+    public var connectionsPerAddress: Int? = 256
     /// The time a client has to send a request's head (slowloris); its connection is then closed.
     public var headerTimeout: Duration = .seconds(10)
     /// The time a client has, once its head is in, to send the body it declared (a body that drips

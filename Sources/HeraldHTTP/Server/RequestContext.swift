@@ -22,7 +22,7 @@ final class RequestContext {
     var body: [UInt8] = []
     /// The body passed the limit: the rest is read and dropped, and the answer is 413.
     var tooLarge = false
-    /// A body was declared and its deadline set (`HeadDeadlines.bodyDue`); cleared once it is in.
+    /// A body was declared and its deadline set (`ConnectionTable.bodyDue`); cleared once it is in.
     var bodyDue = false
     /// Set while the connection is suspended for a deferred answer.
     var pending: PendingAnswer?

@@ -136,7 +136,7 @@ public final class Herald: Sendable {
                                       logger: Logger) -> HTTPServer {
         var http = HTTPServerConfiguration()
         (http.host, http.port) = (listener.host, listener.port)
-        (http.streamsPerClient, http.connectionsPerSecond, http.heartbeat) = (nil, nil, nil)
+        (http.streamsPerClient, http.connectionsPerSecond, http.connectionsPerAddress, http.heartbeat) = (nil, nil, nil, nil)
         var router = Router()
         router.add(.get, "/metrics") { _ in Metrics.response(scrape()) }
         let metricsRouter = router
