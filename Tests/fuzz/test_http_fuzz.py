@@ -9,7 +9,6 @@ The shapes from the issues are pinned as @example, so the corpus keeps them cove
 import os
 import re
 import socket
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -26,19 +25,11 @@ STATUS = re.compile(rb"HTTP/1\.[01] (\d{3}) ")
 
 @pytest.fixture(scope="module")
 def herald():
-    log = tempfile.NamedTemporaryFile(prefix="herald-fuzz-", suffix=".log", delete=False)
     # One connection per example, as fast as hypothesis makes them: the per-address connection rate
     # (a limit of its own, tested in LimitTests) would close some unanswered.
-    process, port = herald_process.start(["--in-memory", "--log-level", "warning", "--connections-per-second", "0",
-                                          "--writes-per-second", "0"], stderr=log, timeout=30)
-    yield port, process
-    process.terminate()
-    code = process.wait(timeout=20)
-    log.close()
-    text = open(log.name, errors="replace").read()
-    os.unlink(log.name)
-    assert "AddressSanitizer" not in text and "Fatal error" not in text, text[-4000:]
-    assert code == 0, f"herald exited {code} after the fuzzer: {text[-4000:]}"
+    with herald_process.watched(["--in-memory", "--log-level", "warning", "--connections-per-second", "0",
+                                 "--writes-per-second", "0"], "fuzzer") as running:
+        yield running
 
 
 def exchange(port, data):

@@ -12,7 +12,6 @@ import hmac
 import json
 import os
 import socket
-import tempfile
 import time
 
 import herald_process
@@ -27,17 +26,9 @@ DEADLINE = 15.0
 
 @pytest.fixture(scope="module")
 def keyed_herald():
-    log = tempfile.NamedTemporaryFile(prefix="herald-token-fuzz-", suffix=".log", delete=False)
-    process, port = herald_process.start(["--in-memory", "--log-level", "warning", "--connections-per-second", "0",
-                                          "--writes-per-second", "0", "--jwt-key", SECRET.decode()], stderr=log, timeout=30)
-    yield port, process
-    process.terminate()
-    code = process.wait(timeout=20)
-    log.close()
-    text = open(log.name, errors="replace").read()
-    os.unlink(log.name)
-    assert "AddressSanitizer" not in text and "Fatal error" not in text, text[-4000:]
-    assert code == 0, f"herald exited {code} after the token fuzzer: {text[-4000:]}"
+    with herald_process.watched(["--in-memory", "--log-level", "warning", "--connections-per-second", "0",
+                                 "--writes-per-second", "0", "--jwt-key", SECRET.decode()], "token fuzzer") as running:
+        yield running
 
 
 def b64(data):
