@@ -3,18 +3,37 @@ import Synchronization
 
 /// Every auction, its bids and its one countdown timer. Bids and timer firings are changes made one at
 /// a time where the sink runs them (`ChangeSink.perform`): each reads its auction under the lock, is
-/// stored and published through the sink without it, then writes the auction back under it.
+/// stored and published through the sink without it, then stages the auction under it. Memory, and
+/// the auction's timer, take the staged auction once its batch is durable.
 public final class AuctionHouse: Sendable {
     private struct Entry {
         var auction: Auction
         var timer: (any TimerHandle)?
     }
 
+    /// An auction a change made, until its batch is durable, with the countdown's next step (its
+    /// timer then), and whether the change was a firing of its timer (one that a lost batch re-arms).
+    private struct StagedAuction {
+        var auction: Auction
+        var action: Countdown.Action
+        var fired: Bool
+    }
+
     private struct State {
+        /// What the store holds: what readers see.
         var entries: [String: Entry] = [:]
         var order: [String] = []
         var nextId = 1
         var stopped = false
+        /// The writer's batch, until it is durable: its auctions, and the next id after those it opened.
+        var staged = Staged<String, StagedAuction>()
+        var stagedNextId: Int?
+
+        /// The auction as the change being made sees it.
+        func current(_ id: String) -> Auction? {
+            if let staged = staged.values[id] { return staged?.auction }
+            return entries[id]?.auction
+        }
     }
 
     private let clock: any DomainClock
@@ -72,22 +91,6 @@ public final class AuctionHouse: Sendable {
         }
     }
 
-    /// Replaces every auction in memory with `auctions` as stored, after a batch of changes the store
-    /// refused (their memory had moved; the store has none of them). Every running countdown fires
-    /// once now, where changes are made: it ticks on, or closes one whose deadline has passed.
-    public func reload(_ auctions: [Auction]) {
-        state.withLock { state in
-            replace(&state, with: auctions)
-            guard !state.stopped else { return }
-            let now = clock.now
-            for id in state.order {
-                guard let auction = state.entries[id]?.auction, auction.status == .open, auction.countdown.isRunning else { continue }
-                let generation = auction.countdown.generation
-                state.entries[id]?.timer = clock.schedule(at: now) { [weak self] in self?.fireWhereChangesAreMade(id, generation: generation) }
-            }
-        }
-    }
-
     /// Makes `auctions` all there is, in id order, without timers (those there were are cancelled),
     /// and sets each one's current value.
     private func replace(_ state: inout State, with auctions: [Auction]) {
@@ -104,15 +107,11 @@ public final class AuctionHouse: Sendable {
     }
 
     public func create(_ request: NewAuction) throws(DomainError) -> Auction {
-        let id = String(state.withLock { $0.nextId })
-        let auction = Auction(id: id, item: request.item, countdownSeconds: request.countdownSeconds,
+        let number = state.withLock { $0.stagedNextId ?? $0.nextId }
+        let auction = Auction(id: String(number), item: request.item, countdownSeconds: request.countdownSeconds,
                               startingPrice: request.startingPrice, createdAt: clock.now)
         try sink.publish(.auctionOpened(auction))
-        state.withLock { state in
-            state.nextId += 1
-            state.entries[id] = Entry(auction: auction)
-            state.order.append(id)
-        }
+        stage(auction, action: .ignore, next: number + 1)
         return auction
     }
 
@@ -157,16 +156,12 @@ public final class AuctionHouse: Sendable {
 
     /// Places a bid and restarts the countdown. Returns the bid and the auction after it.
     public func bid(on id: String, _ request: NewBid) throws(DomainError) -> (bid: Bid, auction: Auction) {
-        guard var auction = state.withLock({ $0.entries[id]?.auction }) else { throw .notFound("auction", id) }
+        guard var auction = state.withLock({ $0.current(id) }) else { throw .notFound("auction", id) }
         let now = clock.now
         let bid = try auction.place(bidder: request.bidder, amount: request.amount, at: now)
         let action = auction.countdown.restart(at: now)
         try sink.publish(.bidPlaced(bid, auction: auction))
-        state.withLock { state in
-            state.entries[id]?.timer?.cancel()
-            state.entries[id]?.auction = auction
-            state.entries[id]?.timer = state.stopped ? nil : schedule(action, for: id)
-        }
+        stage(auction, action: action)
         return (bid, auction)
     }
 
@@ -199,7 +194,7 @@ public final class AuctionHouse: Sendable {
     }
 
     private func fire(_ id: String, generation: UInt64) {
-        guard var auction = state.withLock({ $0.stopped ? nil : $0.entries[id]?.auction }) else { return }
+        guard var auction = state.withLock({ $0.stopped ? nil : $0.current(id) }) else { return }
         let now = clock.now
         let action = auction.countdown.fire(generation: generation, at: now)
         do {
@@ -211,19 +206,55 @@ public final class AuctionHouse: Sendable {
             case .expire:
                 auction = try closed(auction, at: now)
             }
-            state.withLock { state in
-                guard !state.stopped else { return }
-                state.entries[id]?.auction = auction
-                state.entries[id]?.timer = schedule(action, for: id)
-            }
+            stage(auction, action: action, fired: true)
         } catch {
             // Not stored, so not happened: try the same firing again in a second.
             state.withLock { state in
                 guard !state.stopped else { return }
-                state.entries[id]?.timer = clock.schedule(at: now.addingTimeInterval(1)) { [weak self] in
-                    self?.fireWhereChangesAreMade(id, generation: generation)
-                }
+                state.entries[id]?.timer = retry(id, generation: generation, at: now)
             }
+        }
+    }
+
+    /// A timer that fires for `generation` again a second after `now`.
+    private func retry(_ id: String, generation: UInt64, at now: Date) -> any TimerHandle {
+        clock.schedule(at: now.addingTimeInterval(1)) { [weak self] in self?.fireWhereChangesAreMade(id, generation: generation) }
+    }
+
+    /// Stages an auction a change made (and the next id, when it is new); the batch's first asks to
+    /// hear when the batch ends.
+    private func stage(_ auction: Auction, action: Countdown.Action, fired: Bool = false, next: Int? = nil) {
+        let first = state.withLock { state in
+            defer {
+                let firedBefore = state.staged.values[auction.id]??.fired ?? false
+                state.staged.stage(StagedAuction(auction: auction, action: action, fired: fired || firedBefore), for: auction.id)
+                if let next { state.stagedNextId = next }
+            }
+            return state.staged.isEmpty
+        }
+        if first { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
+    }
+
+    /// Once the batch is durable, memory takes its auctions and each one's timer its next step (a new
+    /// auction joins the order). A lost batch leaves memory as it was; a firing in it fires again in a
+    /// second, since its timer is spent.
+    private func batchEnded(durable: Bool) {
+        state.withLock { state in
+            let staged = state.staged.take()
+            defer { state.stagedNextId = nil }
+            let now = clock.now
+            for case (let id, let change?) in staged {
+                if !durable {
+                    guard change.fired, !state.stopped, let committed = state.entries[id]?.auction else { continue }
+                    state.entries[id]?.timer?.cancel()
+                    state.entries[id]?.timer = retry(id, generation: committed.countdown.generation, at: now)
+                    continue
+                }
+                if state.entries[id] == nil { state.order.append(id) }
+                state.entries[id]?.timer?.cancel()
+                state.entries[id] = Entry(auction: change.auction, timer: state.stopped ? nil : schedule(change.action, for: id))
+            }
+            if durable { state.nextId = max(state.nextId, state.stagedNextId ?? 0) }
         }
     }
 

@@ -1,11 +1,11 @@
-
-/// Stores and publishes every change, in order. The domain changes its memory only after `publish`
-/// returns: a change that could not be stored (`DomainError.unavailable`) never happened.
+/// Stores and publishes every change, in order. The domain's memory takes a change only once the
+/// sink says it is durable (`whenBatchEnds`): a reader never sees a change that is not stored, and a
+/// change that could not be stored never happened.
 ///
-/// Changes are made one at a time, where the sink runs them (Herald's writer thread, `perform`). So a
-/// change reads the state under the domain's lock, calls `publish` without holding it, and writes the
-/// new state back under it: nothing else changes the state in between, and a reader never waits for
-/// the disk.
+/// Changes are made one at a time, where the sink runs them (Herald's writer thread, `perform`). A
+/// change reads the state under the domain's lock (its own batch's staged changes first), calls
+/// `publish` without holding it, and stages the new state under it; nothing else changes the state in
+/// between, and a reader never waits for the disk.
 public protocol ChangeSink: Sendable {
     func publish(_ event: DomainEvent) throws(DomainError)
     /// Sets current values without an event or a record (restoring at start).
@@ -13,4 +13,39 @@ public protocol ChangeSink: Sendable {
     /// Runs `work` where changes are made, after every change asked for before it, and returns once it
     /// ran and its changes are published. A timer that changes state fires through it, holding no lock.
     func perform(_ work: @escaping @Sendable () -> Void)
+    /// Calls `end` once the batch that holds the change being made ends: with true once it is durable
+    /// (before its events are published), with false when it was lost (its changes never happened).
+    /// Where changes are not batched, at once with true.
+    func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void)
+}
+
+extension ChangeSink {
+    /// Unbatched: every change is durable once `publish` returns.
+    public func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void) { end(true) }
+}
+
+/// What a batch of changes staged and its store has not yet committed: the changes themselves read
+/// through it (`value(of:over:)`), readers see only the committed values. `nil` stages a removal.
+struct Staged<Key: Hashable, Value> {
+    private(set) var values: [Key: Value?] = [:]
+    /// The keys in the order they were first staged.
+    private(set) var order: [Key] = []
+
+    var isEmpty: Bool { order.isEmpty }
+
+    /// The value a change sees: the staged one if any, else the committed one.
+    func value(of key: Key, over committed: [Key: Value]) -> Value? {
+        if let staged = values[key] { return staged }
+        return committed[key]
+    }
+
+    mutating func stage(_ value: Value?, for key: Key) {
+        if values.updateValue(value, forKey: key) == nil { order.append(key) }
+    }
+
+    /// Everything staged, in first-staged order, and nothing left.
+    mutating func take() -> [(key: Key, value: Value?)] {
+        defer { self = Staged() }
+        return order.map { ($0, values[$0] ?? nil) }
+    }
 }

@@ -3,32 +3,51 @@ import Synchronization
 /// The default currency every screen follows.
 public final class CurrencySetting: Sendable {
     public static let topic = "currency"
-    private let current: Mutex<Currency>
+
+    private struct State {
+        /// What the store holds: what readers see.
+        var current: Currency
+        /// The writer's batch's value, until it is durable.
+        var staged: Currency?
+    }
+
+    private let state: Mutex<State>
     private let initial: Currency
     private let sink: any ChangeSink
 
     public init(initial: Currency = .dollar, sink: any ChangeSink) {
         self.initial = initial
-        self.current = Mutex(initial)
+        self.state = Mutex(State(current: initial))
         self.sink = sink
         sink.seed([.currency(initial)])
     }
 
-    public var value: Currency { current.withLock { $0 } }
+    public var value: Currency { state.withLock { $0.current } }
 
     /// Restores the stored default; without one, the initial default.
     public func restore(_ stored: Currency?) {
         let restored = stored ?? initial
-        current.withLock { $0 = restored }
+        state.withLock { $0.current = restored }
         sink.seed([.currency(restored)])
     }
 
     /// Sets the default; notifies only when it really changes.
     public func set(_ currency: Currency) throws(DomainError) {
-        // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
-        let previous = value
+        // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
+        let previous = state.withLock { $0.staged ?? $0.current }
         guard currency != previous else { return }
         try sink.publish(.currencyChanged(currency, previous: previous))
-        current.withLock { $0 = currency }
+        let first = state.withLock { state in
+            defer { state.staged = currency }
+            return state.staged == nil
+        }
+        guard first else { return }
+        // Memory takes it once it is durable; a lost batch leaves it as it was.
+        sink.whenBatchEnds { [weak self] durable in
+            self?.state.withLock { state in
+                if durable, let staged = state.staged { state.current = staged }
+                state.staged = nil
+            }
+        }
     }
 }

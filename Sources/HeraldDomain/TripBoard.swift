@@ -7,8 +7,15 @@ public final class TripBoard: Sendable {
     public static func topic(_ id: String) -> String { "trips/\(id)" }
 
     private struct State {
+        /// What the store holds: what readers see.
         var trips: [String: Trip] = [:]
         var nextId = 1
+        /// The writer's batch, until it is durable: its trips, and the next id after the ones it added.
+        var staged = Staged<String, Trip>()
+        var stagedNextId: Int?
+
+        /// The trip as the change being made sees it.
+        func current(_ id: String) -> Trip? { staged.value(of: id, over: trips) }
     }
 
     private let state = Mutex(State())
@@ -40,15 +47,12 @@ public final class TripBoard: Sendable {
     }
 
     public func create(_ request: NewTrip) throws(DomainError) -> Trip {
-        // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
-        let id = String(state.withLock { $0.nextId })
-        let trip = Trip(id: id, departure: request.departure, arrival: request.arrival,
+        // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
+        let number = state.withLock { $0.stagedNextId ?? $0.nextId }
+        let trip = Trip(id: String(number), departure: request.departure, arrival: request.arrival,
                         actualDeparture: request.actualDeparture ?? request.departure)
         try sink.publish(.tripAdded(trip))
-        state.withLock { state in
-            state.nextId += 1
-            state.trips[id] = trip
-        }
+        stage(trip, next: number + 1)
         return trip
     }
 
@@ -77,8 +81,8 @@ public final class TripBoard: Sendable {
     }
 
     private func update(_ id: String, field: String, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
-        // Read, store unlocked, write back: changes come one at a time (see `ChangeSink`).
-        guard let old = state.withLock({ $0.trips[id] }) else { throw .notFound("trip", id) }
+        // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
+        guard let old = state.withLock({ $0.current(id) }) else { throw .notFound("trip", id) }
         do {
             var trip = old
             trip.actualDeparture = newDeparture(old)
@@ -90,8 +94,31 @@ public final class TripBoard: Sendable {
             let changed = Trip.changedFields(from: old, to: trip)
             guard !changed.isEmpty else { return trip }
             try sink.publish(.tripMoved(trip, changed: changed))
-            state.withLock { $0.trips[id] = trip }
+            stage(trip)
             return trip
+        }
+    }
+
+    /// Stages a trip (and the next id, when it is new); the batch's first asks to hear when the batch ends.
+    private func stage(_ trip: Trip, next: Int? = nil) {
+        let first = state.withLock { state in
+            defer {
+                state.staged.stage(trip, for: trip.id)
+                if let next { state.stagedNextId = next }
+            }
+            return state.staged.isEmpty
+        }
+        if first { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
+    }
+
+    /// Memory takes the batch's trips once they are durable; a lost batch leaves it as it was.
+    private func batchEnded(durable: Bool) {
+        state.withLock { state in
+            let staged = state.staged.take()
+            defer { state.stagedNextId = nil }
+            guard durable else { return }
+            for (id, trip) in staged { state.trips[id] = trip }
+            state.nextId = max(state.nextId, state.stagedNextId ?? 0)
         }
     }
 }

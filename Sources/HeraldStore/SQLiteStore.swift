@@ -70,6 +70,10 @@ public final class SQLiteStore: Store {
 
     /// Commits the batch opened by `beginBatch()`. If the commit fails, none of the batch is stored.
     public func commitBatch() throws(StoreError) {
+        beforeNextCommit.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }?.run()
         try connection.withLock { connection throws(StoreError) in
             if failNextCommit.withLock({ failing in
                 defer { failing = false }
@@ -89,6 +93,14 @@ public final class SQLiteStore: Store {
     /// Tests set this to make the next batch commit fail as a full disk would, after every change in
     /// the batch was written (nothing else can make COMMIT alone fail on demand).
     let failNextCommit = Mutex(false)
+
+    /// Tests set this to run once before the next batch commits, with every change of the batch made
+    /// (a closure kept in a struct: see `Hub.Signal`).
+    let beforeNextCommit = Mutex<Hook?>(nil)
+
+    struct Hook: Sendable {
+        let run: @Sendable () -> Void
+    }
 
     /// Makes every commit so far durable: one `fdatasync` of the write-ahead log for all of them. This
     /// is group commit: SQLite runs with `synchronous=NORMAL` (a commit is written to the log, not

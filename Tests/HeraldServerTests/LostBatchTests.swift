@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import HeraldServer
 @testable import HeraldStore
 import HeraldTestSupport
@@ -6,7 +7,7 @@ import Testing
 
 /// The writer commits each batch of changes in one transaction. If that commit fails after every
 /// change in it ran, none of them happened: each client is refused, nothing is published, the
-/// sequence goes back, and memory is reloaded from the store.
+/// sequence goes back, and memory, which takes a batch only once it is durable, never had them.
 @Suite struct LostBatchTests {
     @Test func aBatchWhoseCommitFailsNeverHappened() throws {
         let directory = temporaryDirectory("herald-lost")
@@ -61,30 +62,84 @@ import Testing
         return auction
     }
 
-    /// A lost batch whose memory cannot be reloaded (the store cannot be read: here a record that is
-    /// not JSON; with PostgreSQL, a database that is gone) leaves memory ahead of the store. Then no
-    /// change runs, each is refused, until memory is reloaded before a later batch.
-    @Test func memoryThatCannotBeReloadedRefusesChangesUntilItIs() throws {
-        let directory = temporaryDirectory("herald-stale")
+    /// Memory follows durability: while a batch commits, no reader sees its changes; once it has
+    /// committed, they do; if its commit fails, they never do. Each change is held in its commit while
+    /// the test reads everything it touches.
+    @Test(arguments: [false, true]) func noReaderSeesAChangeBeforeItIsStored(commitFails: Bool) throws {
+        let directory = temporaryDirectory("herald-staged")
         defer { removeTemporaryDirectory(directory) }
-        let server = try TestHerald(dataDirectory: directory)
+        // A clock that stands still, so that an auction's seconds left read the same before and after.
+        let server = try TestHerald(clock: ManualClock(), dataDirectory: directory)
         defer { server.stop() }
         let store = try #require(server.herald.journal.store as? SQLiteStore)
         let client = server.client()
+        let auction = try server.auction(countdown: 60)
+        #expect(try client.post("/auctions/\(auction)/bids", #"{"bidder":"ann","amount":5}"#).status == 201)
         #expect(try client.put("/units/a", #"{"name":"A","status":"healthy"}"#).status == 201)
-        try store.connection.withLock { try $0.execute("INSERT INTO records (kind, id, document) VALUES ('unit', 'zz', x'7b')") }
+        let trip = try #require(try client.post("/trips", #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z"}"#)
+            .json["id"] as? String)
+        let reads = ["/units/a", "/units/b", "/currency", "/auctions/\(auction)", "/auctions", "/trips", "/trips/\(trip)"]
+        // What each read shows (a problem's own request id aside).
+        func state() throws -> [String] {
+            try reads.map { path in
+                let response = try client.get(path)
+                return response.status == 200 ? response.text : "\(response.status)"
+            }
+        }
+
+        for (method, path, body) in [("PUT", "/units/b", #"{"name":"B","status":"healthy"}"#), ("DELETE", "/units/a", ""),
+                                     ("PUT", "/currency", #"{"default":"euro"}"#),
+                                     ("POST", "/auctions/\(auction)/bids", #"{"bidder":"bob","amount":9}"#),
+                                     ("POST", "/auctions", #"{"item":"lamp"}"#),
+                                     ("POST", "/trips", #"{"departure":"2016-10-09T13:09:53Z","arrival":"2016-10-09T13:26:33Z"}"#),
+                                     ("POST", "/trips/\(trip)/delay", #"{"deltaSeconds":120}"#)] {
+            let before = try state()
+            let committing = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            store.beforeNextCommit.withLock { $0 = SQLiteStore.Hook { committing.signal(); release.wait() } }
+            store.failNextCommit.withLock { $0 = commitFails }
+            let answer = Mutex<Int?>(nil), answered = DispatchSemaphore(value: 0)
+            let port = server.port
+            Thread {
+                answer.withLock { $0 = try? HTTPClient(port: port).request(method, path, json: body.isEmpty ? nil : body).status }
+                answered.signal()
+            }.start()
+            #expect(committing.wait(timeout: .now() + 60) == .success, "\(method) \(path) reached its commit")
+            #expect(try state() == before, "\(method) \(path): nothing of it shows while it commits")
+            release.signal()
+            #expect(answered.wait(timeout: .now() + 60) == .success)
+            let status = try #require(answer.withLock { $0 })
+            if commitFails {
+                #expect(status == 503, "\(method) \(path)")
+                #expect(try state() == before, "\(method) \(path): a lost change never shows")
+            } else {
+                #expect((200..<300).contains(status), "\(method) \(path)")
+                #expect(try state() != before, "\(method) \(path): a stored change shows")
+            }
+        }
+    }
+
+    /// A countdown's firing whose batch is lost spent its timer: it fires again a second later, so the
+    /// auction still closes, once.
+    @Test func aFiringInALostBatchFiresAgain() throws {
+        let clock = ManualClock()
+        let server = try TestHerald(clock: clock, temporaryStore: true)
+        defer { server.stop() }
+        let store = try #require(server.herald.journal.store as? SQLiteStore)
+        let client = server.client()
+        let auction = try server.auction(countdown: 2)
+        #expect(try client.post("/auctions/\(auction)/bids", #"{"bidder":"ann","amount":5}"#).status == 201)
+        let watcher = try server.stream("/auctions/\(auction)/events?snapshot=false")
+        defer { watcher.close() }
+        clock.advance(by: 1)
+        #expect(try watcher.next(named: "tick").json["remainingSeconds"] as? Int == 1)
+
         store.failNextCommit.withLock { $0 = true }
-        #expect(try client.put("/units/b", #"{"name":"B","status":"healthy"}"#).status == 503)
-
-        let refused = try client.put("/units/c", #"{"name":"C","status":"healthy"}"#)
-        #expect(refused.status == 503)
-        #expect(refused.text.contains("the store cannot be read"), "\(refused.text)")
-        #expect(try client.get("/units/c").status == 404, "the refused change did not run")
-        #expect(try client.get("/health/ready").status == 503)
-
-        try store.connection.withLock { try $0.execute("DELETE FROM records WHERE id = 'zz'") }
-        #expect(try client.put("/units/c", #"{"name":"C","status":"healthy"}"#).status == 201)
-        #expect(try client.get("/units/b").status == 404, "memory was reloaded first: the lost change is gone")
-        #expect(try client.get("/health/ready").status == 200)
+        clock.advance(by: 1)  // the close is lost with its batch
+        #expect(try client.get("/auctions/\(auction)").json["status"] as? String == "open")
+        clock.advance(by: 1)  // fired again
+        let closed = try watcher.next(named: "closed")
+        #expect(closed.data.contains(#""winner":"ann""#), "\(closed.data)")
+        #expect(try client.get("/auctions/\(auction)").json["status"] as? String == "closed")
+        #expect(server.herald.auctions.liveTimers == 0)
     }
 }

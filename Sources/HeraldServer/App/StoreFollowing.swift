@@ -2,36 +2,29 @@ import HeraldStore
 import Logging
 
 extension Subjects {
-    /// Makes memory follow the store. A batch the store could not commit never happened: memory goes
-    /// back to what the store holds. With replicas, memory takes in what the others committed before
-    /// each batch that finds the store moved (the listener wakes the writer when one commits).
+    /// Makes memory follow a shared store: memory takes in what the other replicas committed before
+    /// each batch that finds the store moved (the listener wakes the writer when one commits). A batch
+    /// the store could not commit needs nothing here: memory takes a batch only once it is durable.
     func follow(_ store: any Store, journal: Journal, logger: Logger) {
-        // Weak: the journal keeps these closures, and the subjects keep the journal (their sink).
-        let reload: @Sendable (Bool) -> Bool = { [weak auctions, weak currency, weak trips, weak units] catchingUp in
+        guard store.isShared else { return }
+        // Weak: the journal keeps this closure, and the subjects keep the journal (their sink).
+        journal.onCatchUp { [weak auctions, weak currency, weak trips, weak units] in
             guard let auctions, let currency, let trips, let units else { return true }
             let subjects = Subjects(auctions: auctions, currency: currency, trips: trips, units: units)
             do {
-                // Catching up: only what the others changed, when the store can tell.
-                if catchingUp, let changes = try store.missedChanges() {
+                // Only what the others changed, when the store can tell; else all of it, with the
+                // countdowns going on as at start.
+                if let changes = try store.missedChanges() {
                     try subjects.merge(changes)
-                    return true
-                }
-                let stored = try DomainSnapshot(try store.load(eventLimit: 0))
-                // Catching up, countdowns go on as at start; after a lost batch each fires once now.
-                if catchingUp {
-                    try subjects.restore(stored)
                 } else {
-                    subjects.reload(stored)
-                    logger.warning("memory reloaded from the store after a lost batch")
+                    try subjects.restore(try DomainSnapshot(try store.load(eventLimit: 0)))
                 }
                 return true
             } catch {
                 // Tried again before each batch; changes are refused until then.
-                logger.error("memory could not be reloaded from the store", metadata: ["error": "\(error)", "store.catching_up": "\(catchingUp)"])
+                logger.error("memory could not catch up with the store", metadata: ["error": "\(error)"])
                 return false
             }
         }
-        journal.onLostBatch { reload(false) }
-        if store.isShared { journal.onCatchUp { reload(true) } }
     }
 }

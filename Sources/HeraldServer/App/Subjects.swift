@@ -21,21 +21,10 @@ struct Subjects: Sendable {
     /// Everything as the store holds it. On the writer, like every change: an auction whose deadline
     /// passed meanwhile closes now, and the other countdowns go on.
     func restore(_ snapshot: DomainSnapshot) throws(DomainError) {
-        restoreRecords(snapshot)
-        try auctions.restore(snapshot.auctions)
-    }
-
-    /// Everything as the store holds it, after a batch it refused: each countdown fires once now.
-    func reload(_ snapshot: DomainSnapshot) {
-        restoreRecords(snapshot)
-        auctions.reload(snapshot.auctions)
-    }
-
-    /// Currency, trips and units: restored and reloaded alike.
-    private func restoreRecords(_ snapshot: DomainSnapshot) {
         currency.restore(snapshot.currency)
         trips.restore(snapshot.trips)
         units.restore(snapshot.units)
+        try auctions.restore(snapshot.auctions)
     }
 
     /// What other replicas changed and removed, taken in (one timer per auction still).

@@ -32,18 +32,23 @@ final class Journal: ChangeSink {
         case values([Hub.Update])
     }
 
-    /// The writer's current batch: what it will publish, and the last sequence number before it once
-    /// it opened a store transaction (nil: it stored nothing).
+    /// The writer's current batch: what it will publish, what the domain waits on to take its changes
+    /// into memory, and the last sequence number before it once it opened a store transaction (nil: it
+    /// stored nothing).
     private struct Batch {
         var publications: [Publication] = []
+        var endings: [Ending] = []
         var sequenceBefore: UInt64?
     }
 
-    private let batch = Mutex(Batch())
-    /// What puts the domain's memory back to what the store holds, when a batch's commit fails.
-    private let reload = Mutex<Reload?>(nil)
+    /// Told whether the batch was durable (a closure kept in a struct: see `Hub.Signal`).
+    private struct Ending: Sendable {
+        let run: @Sendable (_ durable: Bool) -> Void
+    }
 
-    /// A closure kept in a struct (see `Hub.Signal`). It returns whether memory was reloaded.
+    private let batch = Mutex(Batch())
+
+    /// A closure kept in a struct (see `Hub.Signal`). It returns whether memory was restored.
     private struct Reload: Sendable {
         let run: @Sendable () -> Bool
     }
@@ -57,10 +62,6 @@ final class Journal: ChangeSink {
     /// Answers kept for `Idempotency-Key` retries when there is no store: the newest 10,000.
     private let keptInMemory = Mutex<(answers: [String: KeptAnswer], order: [String])>(([:], []))
     static let keptInMemoryLimit = 10_000
-
-    /// Memory holds changes the store lost and could not be reloaded (the store could not be read):
-    /// no change runs until it is.
-    private let stale = Atomic<Bool>(false)
 
     /// The last batch that stored something could not be committed (readiness says so until one is).
     private let commitFailing = Atomic<Bool>(false)
@@ -116,10 +117,12 @@ final class Journal: ChangeSink {
         _ = try? writer.perform { work() }
     }
 
-    /// Sets what makes the domain's memory equal to the store again after a batch that could not be
-    /// committed (its changes ran, so memory moved; the store has none of them).
-    func onLostBatch(_ run: @escaping @Sendable () -> Bool) {
-        reload.withLock { $0 = Reload(run: run) }
+    /// The domain's memory takes a batch's changes once it is durable (`finishBatch`), so that no
+    /// reader sees a change the store does not hold. Off the writer (a test driving the domain
+    /// directly), at once.
+    func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void) {
+        guard writer.isCurrentThread else { return end(true) }
+        batch.withLock { $0.endings.append(Ending(run: end)) }
     }
 
     /// The answer kept for an idempotency key, on the writer (a shared store's batch has caught up,
@@ -167,19 +170,13 @@ final class Journal: ChangeSink {
         writer.submit({ () throws(DomainError) in }, done: { _ in })
     }
 
-    /// Before the writer runs a batch: memory that could not be reloaded after a lost batch is
-    /// reloaded first; while it cannot be, the batch's changes are refused without running. With a
-    /// shared store, the batch's transaction opens now, under the store's write lock, and what other
-    /// Heralds committed since this one last looked is taken in first: memory is restored from the
-    /// store, and their events are published here with their ids, before any of the batch's.
+    /// Before the writer runs a batch. With a shared store, the batch's transaction opens now, under
+    /// the store's write lock, and what other Heralds committed since this one last looked is taken in
+    /// first: memory is restored from the store, and their events are published here with their ids,
+    /// before any of the batch's. While memory cannot be restored, the batch's changes are refused
+    /// without running.
     func prepareBatch() -> DomainError? {
         wakeQueued.store(false, ordering: .relaxed)
-        if stale.load(ordering: .relaxed) {
-            guard reload.withLock({ $0 })?.run() ?? true else {
-                return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
-            }
-            stale.store(false, ordering: .relaxed)
-        }
         guard let store, store.isShared else { return nil }
         do throws(StoreError) {
             let start = try store.beginBatch()
@@ -212,9 +209,10 @@ final class Journal: ChangeSink {
     }
 
     /// Ends the writer's batch: commits its one transaction, syncs the store's log (with `--sync full`),
-    /// then publishes their events in order. Returns why the batch is not durable, if it is not. A
-    /// batch whose commit fails never happened: nothing of it is published, the sequence goes back,
-    /// the domain's memory is reloaded from the store, and every client in it is refused.
+    /// lets the domain's memory take the batch's changes, then publishes their events in order.
+    /// Returns why the batch is not durable, if it is not. A batch whose commit fails never happened:
+    /// memory never took it, nothing of it is published, the sequence goes back, and every client in
+    /// it is refused.
     func finishBatch() -> DomainError? {
         let taken = batch.withLock { batch in
             defer { batch = Batch() }
@@ -230,7 +228,7 @@ final class Journal: ChangeSink {
                 logger.error("a batch of changes could not be committed, so none of them was made",
                              metadata: ["store.error": "\(error)", "batch.publications": "\(publications.count)"])
                 sequence.withLock { $0 = before }
-                if !(reload.withLock { $0 }?.run() ?? true) { stale.store(true, ordering: .relaxed) }
+                for ending in taken.endings { ending.run(false) }
                 return Self.refusal(for: error, topic: "a batch of changes")
             }
         }
@@ -245,6 +243,9 @@ final class Journal: ChangeSink {
                 failure = DomainError(.failed, "the change was made but the disk could not confirm it", cause: "sync failed: \(error)")
             }
         }
+        // Stored (and synced, or the clients hear that it was not): memory takes it before anyone
+        // hears of it, so a reader told of an event finds its change.
+        for ending in taken.endings { ending.run(true) }
         for publication in publications { apply(publication) }
         return failure
     }
