@@ -42,22 +42,23 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .target(name: "CLinux"),
+        .target(name: "HeraldThreads"),
         .target(name: "HeraldJSON"),
-        .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON"]),
-        .target(name: "HeraldCore", dependencies: ["CLinux", "HeraldJSON"]),
-        .target(name: "HeraldDomain"),
-        .target(name: "HeraldAuth", dependencies: ["HeraldJSON", .product(name: "JWTKit", package: "jwt-kit")]),
+        .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON", "HeraldThreads"]),
+        .target(name: "HeraldCore", dependencies: ["CLinux", "HeraldJSON", "HeraldThreads"]),
+        .target(name: "HeraldDomain", dependencies: ["HeraldThreads"]),
+        .target(name: "HeraldAuth", dependencies: ["HeraldJSON", "HeraldThreads", .product(name: "JWTKit", package: "jwt-kit")]),
         .target(
             name: "HeraldHTTP",
             dependencies: [
-                "CMicroHTTPD", "CLinux", "HeraldJSON",
+                "CMicroHTTPD", "CLinux", "HeraldJSON", "HeraldThreads",
                 .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore", "HeraldAuth", "CLinux",
+                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore", "HeraldAuth", "HeraldThreads", "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -75,7 +76,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldServer", "HeraldAuth",
+                "HeraldServer", "HeraldAuth", "HeraldThreads",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -86,18 +87,19 @@ let package = Package(
             name: "herald-bench",
             dependencies: ["CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "CPostgres", "CLinux"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "HeraldThreads", "CPostgres", "CLinux"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON"]),
-        .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldThreadsTests", dependencies: ["HeraldThreads"]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON", "HeraldThreads"]),
+        .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldThreads", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldThreads", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldHTTPTests",
-            dependencies: ["HeraldHTTP", "HeraldTestSupport", .product(name: "HTTPTypes", package: "swift-http-types")]
+            dependencies: ["HeraldHTTP", "HeraldThreads", "HeraldTestSupport", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "HeraldAuth", "CSQLite", "herald", "herald-bench",
+            dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "HeraldAuth", "HeraldThreads", "CSQLite", "herald", "herald-bench",
                            .product(name: "JWTKit", package: "jwt-kit"), .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
     ]

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldJSON
 import JWTKit
@@ -128,7 +129,7 @@ public struct TokenVerifier: Sendable {
 /// emptied (the tokens in use come back at the cost of one check each).
 final class CheckedTokens: Sendable {
     static let capacity = 4096
-    private let claims = Mutex<[String: TokenClaims]>([:])
+    private let claims = Lock<[String: TokenClaims]>([:])
 
     subscript(token: String) -> TokenClaims? {
         get { claims.withLock { $0[token] } }

@@ -1,3 +1,4 @@
+import HeraldThreads
 import CLinux
 import Glibc
 import HeraldJSON
@@ -98,21 +99,21 @@ public final class Hub: Sendable {
     /// limit is reached first. The newest event is kept whatever its size.
     public let historyByteLimit: Int
     private let encoder: Event.Encoder?
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Called when an event starts waiting for delivery; nil: `publish` delivers.
-    private let deliverySignal = Mutex<Signal?>(nil)
+    private let deliverySignal = Lock<Signal?>(nil)
 
     /// A closure kept in a struct. Swift 6.3 wraps a bare closure (or a tuple of them) kept in a
-    /// `Mutex` in one more reabstraction thunk each time `withLock { $0 }` reads it, so every call
+    /// `Lock` (or a `Mutex`) in one more reabstraction thunk each time `withLock { $0 }` reads it, so every call
     /// costs more than the last and the chain of thunks finally overflows the stack; a closure inside
     /// a struct is kept as it is.
     private struct Signal: Sendable {
         let call: @Sendable () -> Void
     }
     /// Held while delivering, so batches are queued one after another, in order.
-    private let delivering = Mutex(())
+    private let delivering = Lock(())
     /// The threads that queued events to observers, by `pthread_self()`: their names and batch counts.
-    private let deliverers = Mutex<[UInt: (name: String, batches: Int)]>([:])
+    private let deliverers = Lock<[UInt: (name: String, batches: Int)]>([:])
 
     /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
     public init(historyLimit: Int = 10_000, historyByteLimit: Int = 64 << 20, encoder: Event.Encoder? = nil) {

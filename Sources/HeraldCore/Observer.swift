@@ -1,3 +1,4 @@
+import HeraldThreads
 import Synchronization
 
 /// Called when an idle observer has events (`false`) or has ended (`true`).
@@ -34,13 +35,13 @@ final class Observer: Sendable {
     let id: UInt64
     let interests: [String]
     let filter: (@Sendable (Event) -> Bool)?
-    let state: Mutex<State>
+    let state: Lock<State>
 
     init(id: UInt64, interests: [String], limit: Int, filter: (@Sendable (Event) -> Bool)?) {
         self.id = id
         self.interests = interests
         self.filter = filter
-        self.state = Mutex(State(limit: limit))
+        self.state = Lock(State(limit: limit))
     }
 
     func wants(_ event: Event) -> Bool {

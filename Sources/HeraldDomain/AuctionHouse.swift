@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import Synchronization
 
@@ -27,7 +28,6 @@ public final class AuctionHouse: Sendable {
         var stopped = false
         /// The writer's batch, until it is durable: its auctions, and the next id after those it opened.
         var staged = Staged<String, StagedAuction>()
-        var stagedNextId: Int?
 
         /// The auction as the change being made sees it.
         func current(_ id: String) -> Auction? {
@@ -38,7 +38,7 @@ public final class AuctionHouse: Sendable {
 
     private let clock: any DomainClock
     private let sink: any ChangeSink
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init(clock: any DomainClock, sink: any ChangeSink) {
         self.clock = clock
@@ -107,7 +107,7 @@ public final class AuctionHouse: Sendable {
     }
 
     public func create(_ request: NewAuction) throws(DomainError) -> Auction {
-        let number = state.withLock { $0.stagedNextId ?? $0.nextId }
+        let number = state.withLock { $0.staged.next ?? $0.nextId }
         let auction = Auction(id: String(number), item: request.item, countdownSeconds: request.countdownSeconds,
                               startingPrice: request.startingPrice, createdAt: clock.now)
         try sink.publish(.auctionOpened(auction))
@@ -225,12 +225,8 @@ public final class AuctionHouse: Sendable {
     /// hear when the batch ends.
     private func stage(_ auction: Auction, action: Countdown.Action, fired: Bool = false, next: Int? = nil) {
         let first = state.withLock { state in
-            defer {
-                let firedBefore = state.staged.values[auction.id]??.fired ?? false
-                state.staged.stage(StagedAuction(auction: auction, action: action, fired: fired || firedBefore), for: auction.id)
-                if let next { state.stagedNextId = next }
-            }
-            return state.staged.isEmpty
+            let firedBefore = state.staged.values[auction.id]??.fired ?? false
+            return state.staged.stage(StagedAuction(auction: auction, action: action, fired: fired || firedBefore), for: auction.id, next: next)
         }
         if first { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
     }
@@ -241,9 +237,8 @@ public final class AuctionHouse: Sendable {
     private func batchEnded(durable: Bool) {
         state.withLock { state in
             let staged = state.staged.take()
-            defer { state.stagedNextId = nil }
             let now = clock.now
-            for case (let id, let change?) in staged {
+            for case (let id, let change?) in staged.values {
                 if !durable {
                     guard change.fired, !state.stopped, let committed = state.entries[id]?.auction else { continue }
                     state.entries[id]?.timer?.cancel()
@@ -254,7 +249,7 @@ public final class AuctionHouse: Sendable {
                 state.entries[id]?.timer?.cancel()
                 state.entries[id] = Entry(auction: change.auction, timer: state.stopped ? nil : schedule(change.action, for: id))
             }
-            if durable { state.nextId = max(state.nextId, state.stagedNextId ?? 0) }
+            if durable { state.nextId = max(state.nextId, staged.next ?? 0) }
         }
     }
 

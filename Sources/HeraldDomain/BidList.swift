@@ -1,3 +1,4 @@
+import HeraldThreads
 import Synchronization
 
 /// An auction's bids, in order. Bids are only ever appended, so every value of one auction shares one
@@ -7,8 +8,8 @@ import Synchronization
 /// storage of its own.
 public struct BidList: RandomAccessCollection, Sendable {
     private final class Storage: Sendable {
-        let bids: Mutex<[Bid]>
-        init(_ bids: [Bid]) { self.bids = Mutex(bids) }
+        let bids: Lock<[Bid]>
+        init(_ bids: [Bid]) { self.bids = Lock(bids) }
     }
 
     private var storage: Storage

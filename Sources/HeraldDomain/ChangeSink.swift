@@ -30,6 +30,8 @@ struct Staged<Key: Hashable, Value> {
     private(set) var values: [Key: Value?] = [:]
     /// The keys in the order they were first staged.
     private(set) var order: [Key] = []
+    /// The next number to give a new member, once the batch gave one.
+    private(set) var next: Int?
 
     var isEmpty: Bool { order.isEmpty }
 
@@ -39,13 +41,18 @@ struct Staged<Key: Hashable, Value> {
         return committed[key]
     }
 
-    mutating func stage(_ value: Value?, for key: Key) {
+    /// Stages `value` (and the next number, for a new member); returns whether it is the batch's
+    /// first, which asks to hear when the batch ends (`ChangeSink.whenBatchEnds`).
+    mutating func stage(_ value: Value?, for key: Key, next: Int? = nil) -> Bool {
+        let first = isEmpty
         if values.updateValue(value, forKey: key) == nil { order.append(key) }
+        if let next { self.next = next }
+        return first
     }
 
-    /// Everything staged, in first-staged order, and nothing left.
-    mutating func take() -> [(key: Key, value: Value?)] {
+    /// Everything staged, in first-staged order, and the next number; nothing is left.
+    mutating func take() -> (values: [(key: Key, value: Value?)], next: Int?) {
         defer { self = Staged() }
-        return order.map { ($0, values[$0] ?? nil) }
+        return (order.map { ($0, values[$0] ?? nil) }, next)
     }
 }

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Synchronization
 
 /// The default currency every screen follows.
@@ -11,13 +12,13 @@ public final class CurrencySetting: Sendable {
         var staged: Currency?
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let initial: Currency
     private let sink: any ChangeSink
 
     public init(initial: Currency = .dollar, sink: any ChangeSink) {
         self.initial = initial
-        self.state = Mutex(State(current: initial))
+        self.state = Lock(State(current: initial))
         self.sink = sink
         sink.seed([.currency(initial)])
     }

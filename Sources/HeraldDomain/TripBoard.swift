@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import Synchronization
 
@@ -12,13 +13,12 @@ public final class TripBoard: Sendable {
         var nextId = 1
         /// The writer's batch, until it is durable: its trips, and the next id after the ones it added.
         var staged = Staged<String, Trip>()
-        var stagedNextId: Int?
 
         /// The trip as the change being made sees it.
         func current(_ id: String) -> Trip? { staged.value(of: id, over: trips) }
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let sink: any ChangeSink
 
     public init(sink: any ChangeSink) { self.sink = sink }
@@ -48,7 +48,7 @@ public final class TripBoard: Sendable {
 
     public func create(_ request: NewTrip) throws(DomainError) -> Trip {
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
-        let number = state.withLock { $0.stagedNextId ?? $0.nextId }
+        let number = state.withLock { $0.staged.next ?? $0.nextId }
         let trip = Trip(id: String(number), departure: request.departure, arrival: request.arrival,
                         actualDeparture: request.actualDeparture ?? request.departure)
         try sink.publish(.tripAdded(trip))
@@ -101,24 +101,16 @@ public final class TripBoard: Sendable {
 
     /// Stages a trip (and the next id, when it is new); the batch's first asks to hear when the batch ends.
     private func stage(_ trip: Trip, next: Int? = nil) {
-        let first = state.withLock { state in
-            defer {
-                state.staged.stage(trip, for: trip.id)
-                if let next { state.stagedNextId = next }
-            }
-            return state.staged.isEmpty
-        }
-        if first { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
+        if state.withLock({ $0.staged.stage(trip, for: trip.id, next: next) }) { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
     }
 
     /// Memory takes the batch's trips once they are durable; a lost batch leaves it as it was.
     private func batchEnded(durable: Bool) {
         state.withLock { state in
             let staged = state.staged.take()
-            defer { state.stagedNextId = nil }
             guard durable else { return }
-            for (id, trip) in staged { state.trips[id] = trip }
-            state.nextId = max(state.nextId, state.stagedNextId ?? 0)
+            for (id, trip) in staged.values { state.trips[id] = trip }
+            state.nextId = max(state.nextId, staged.next ?? 0)
         }
     }
 }

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Synchronization
 
 /// The unit store. An observer of `units/{id}` sees only that unit; one of `units` sees them all.
@@ -15,7 +16,7 @@ public final class UnitStore: Sendable {
         func current(_ id: String) -> Unit? { staged.value(of: id, over: units) }
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let sink: any ChangeSink
 
     public init(sink: any ChangeSink) {
@@ -75,17 +76,13 @@ public final class UnitStore: Sendable {
 
     /// Stages a change (nil: a removal); the batch's first asks to hear when the batch ends.
     private func stage(_ unit: Unit?, for id: String) {
-        let first = state.withLock { state in
-            defer { state.staged.stage(unit, for: id) }
-            return state.staged.isEmpty
-        }
-        if first { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
+        if state.withLock({ $0.staged.stage(unit, for: id) }) { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
     }
 
     /// Memory takes the batch's changes once they are durable; a lost batch leaves it as it was.
     private func batchEnded(durable: Bool) {
         state.withLock { state in
-            for (id, unit) in state.staged.take() where durable { state.units[id] = unit }
+            for (id, unit) in state.staged.take().values where durable { state.units[id] = unit }
         }
     }
 

@@ -7,6 +7,8 @@ import Foundation
 /// Statements go with their parameters apart from the SQL (`PQexecParams`): text as text, bytes as
 /// binary, so nothing a client sent is ever spliced into SQL.
 final class PostgresConnection: @unchecked Sendable {
+    // Unchecked: libpq's connection is not thread-safe; the store's is used only under its `Lock`, and
+    // the listener's only on the listener's own thread, which keeps it to itself.
     private let handle: OpaquePointer
 
     /// A statement's parameter.

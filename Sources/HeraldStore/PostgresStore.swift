@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldJSON
 import Synchronization
@@ -18,7 +19,7 @@ public final class PostgresStore: Store {
     public let synchronous = Synchronous.full
     public let location: String
     public let isShared = true
-    private let connection: Mutex<State>
+    private let connection: Lock<State>
     /// Whether the connection was up when last used (readiness reads it without waiting for the writer).
     private let connected = Atomic<Bool>(true)
     /// Listens for the commits of every replica on a connection and a thread of its own: calls
@@ -63,7 +64,7 @@ public final class PostgresStore: Store {
         location = connection.location
         try connection.execute("SET synchronous_commit = on")
         try PostgresMigrations.migrate(connection)
-        self.connection = Mutex(State(connection: connection))
+        self.connection = Lock(State(connection: connection))
     }
 
     /// Runs `body` with the connection, connecting again first if it broke. Inside a batch a broken

@@ -1,3 +1,4 @@
+import HeraldThreads
 import CSQLite
 import HeraldJSON
 import Foundation
@@ -15,10 +16,10 @@ public final class SQLiteStore: Store {
     /// group of commits before any of them is acknowledged.
     public let synchronous: Synchronous
     /// Internal, not private: tests set pragmas on it (a page limit, to fill the store).
-    let connection: Mutex<Connection>
+    let connection: Lock<Connection>
     private let lockFile: Int32
     /// The write-ahead log, opened for `syncLog()`: its descriptor and inode.
-    private let log = Mutex<(descriptor: Int32, inode: UInt)?>(nil)
+    private let log = Lock<(descriptor: Int32, inode: UInt)?>(nil)
 
     /// Before SQLite's first use: it need not count memory (a global mutex at every allocation).
     private static let configured: Bool = csqlite_stop_counting_memory() == SQLITE_OK
@@ -46,7 +47,7 @@ public final class SQLiteStore: Store {
         do {
             let connection = try Connection(path: path)
             try Self.prepare(connection, path: path)
-            self.connection = Mutex(connection)
+            self.connection = Lock(connection)
         } catch {
             close(lockFile)
             throw error
@@ -92,11 +93,11 @@ public final class SQLiteStore: Store {
 
     /// Tests set this to make the next batch commit fail as a full disk would, after every change in
     /// the batch was written (nothing else can make COMMIT alone fail on demand).
-    let failNextCommit = Mutex(false)
+    let failNextCommit = Lock(false)
 
     /// Tests set this to run once before the next batch commits, with every change of the batch made
     /// (a closure kept in a struct: see `Hub.Signal`).
-    let beforeNextCommit = Mutex<Hook?>(nil)
+    let beforeNextCommit = Lock<Hook?>(nil)
 
     struct Hook: Sendable {
         let run: @Sendable () -> Void

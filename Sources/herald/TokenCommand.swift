@@ -1,3 +1,4 @@
+import HeraldThreads
 import ArgumentParser
 import Foundation
 import HeraldAuth
@@ -79,7 +80,7 @@ struct TokenCommand: ParsableCommand {
 /// Runs async work to its end from the main thread of a command, which is not one of Swift's
 /// concurrency threads: those stay free to run the work. Never call it from a task.
 func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
+    let result = Lock<Result<T, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
         let outcome: Result<T, any Error>

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Dispatch
 import Foundation
 @testable import HeraldCore
@@ -33,7 +34,7 @@ import Testing
     /// publish calls the signal directly.
     @Test func theDeliverySignalCostsNoMoreAtTheLastPublishThanAtTheFirst() throws {
         let hub = Hub()
-        let signals = Mutex(0)
+        let signals = Lock(0)
         hub.deliverWhenSignalled { signals.withLock { $0 += 1 } }
         let subscription = hub.subscribe(to: ["a"], resume: .now(snapshot: false))
         let finished = DispatchSemaphore(value: 0)
@@ -201,7 +202,7 @@ import Testing
 }
 
 final class Counter: Sendable {
-    private let count = Mutex(0)
+    private let count = Lock(0)
     func increment() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }

@@ -1,11 +1,12 @@
+import HeraldThreads
 import Foundation
 import HeraldDomain
 import Synchronization
 
 /// Keeps every event the domain publishes and every state it seeds, in order.
 final class RecordingSink: ChangeSink {
-    private let recorded = Mutex<[DomainEvent]>([])
-    private let seededStates = Mutex<[DomainState]>([])
+    private let recorded = Lock<[DomainEvent]>([])
+    private let seededStates = Lock<[DomainState]>([])
 
     func publish(_ event: DomainEvent) { recorded.withLock { $0.append(event) } }
 

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 @testable import HeraldDomain
 import HeraldTestSupport
@@ -121,7 +122,7 @@ import Testing
 
 /// A sink whose store can be made to fail.
 final class FailingSink: ChangeSink {
-    private let failure = Mutex(false)
+    private let failure = Lock(false)
     var failing: Bool {
         get { failure.withLock { $0 } }
         set { failure.withLock { $0 = newValue } }

@@ -1,3 +1,4 @@
+import HeraldThreads
 import HeraldHTTP
 import HeraldTestSupport
 import HTTPTypes
@@ -93,8 +94,8 @@ import Synchronization
 }
 
 final class LockedBox<Value: Sendable>: Sendable {
-    private let lock: Mutex<Value>
-    init(_ value: Value) { lock = Mutex(value) }
+    private let lock: Lock<Value>
+    init(_ value: Value) { lock = Lock(value) }
     var value: Value { lock.withLock { $0 } }
     func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&$0) } }
 }

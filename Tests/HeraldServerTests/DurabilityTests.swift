@@ -1,3 +1,4 @@
+import HeraldThreads
 import CSQLite
 import HeraldDomain
 @testable import HeraldServer
@@ -148,7 +149,7 @@ func temporaryDataDirectory() -> String { temporaryDirectory("herald-data") }
             trips.append(try #require(try setup.post("/trips", #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z"}"#).json["id"] as? String))
         }
         let watermark = try #require(try setup.post("/notifications/crash", #"{}"#).json["id"] as? String)
-        let acknowledged = Mutex([Acknowledged](repeating: Acknowledged(), count: clients))
+        let acknowledged = Lock([Acknowledged](repeating: Acknowledged(), count: clients))
         let total = Atomic<Int>(0)
         let port = herald.port
         let done = DispatchGroup()

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import Synchronization
 @testable import HeraldServer
@@ -97,7 +98,7 @@ import Testing
             let committing = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
             store.beforeNextCommit.withLock { $0 = SQLiteStore.Hook { committing.signal(); release.wait() } }
             store.failNextCommit.withLock { $0 = commitFails }
-            let answer = Mutex<Int?>(nil), answered = DispatchSemaphore(value: 0)
+            let answer = Lock<Int?>(nil), answered = DispatchSemaphore(value: 0)
             let port = server.port
             Thread {
                 answer.withLock { $0 = try? HTTPClient(port: port).request(method, path, json: body.isEmpty ? nil : body).status }

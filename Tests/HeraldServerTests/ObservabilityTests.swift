@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldServer
 import HeraldTestSupport
@@ -12,7 +13,7 @@ final class LogEntries: Sendable {
         let metadata: [String: String]
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Lock<[Entry]>([])
 
     var all: [Entry] { entries.withLock { $0 } }
 

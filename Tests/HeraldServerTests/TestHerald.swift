@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldDomain
 import HeraldServer
@@ -89,7 +90,7 @@ final class TestHerald {
 
 /// What a child herald wrote to standard error, kept as it arrives (the pipe never fills).
 final class LogLines: Sendable {
-    private let state = Mutex<[UInt8]>([])
+    private let state = Lock<[UInt8]>([])
 
     func append(_ data: Data) { state.withLock { $0.append(contentsOf: data) } }
 

@@ -1,3 +1,4 @@
+import HeraldThreads
 import CSQLite
 import Dispatch
 import Foundation
@@ -17,7 +18,7 @@ import Testing
         let id = try server.auction(countdown: 3600)
         let stream = try server.stream("/auctions/\(id)/events?snapshot=false")
         let before = server.herald.journal.writer.statistics
-        let answers = Mutex<[(amount: Int, status: Int, bidId: String?)]>([])
+        let answers = Lock<[(amount: Int, status: Int, bidId: String?)]>([])
         let port = server.port
         // A hundred threads, each with its bid ready, let go at once.
         let go = DispatchSemaphore(value: 0)
@@ -71,7 +72,7 @@ import Testing
         #expect(sqlite3_exec(other, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
         let port = server.port
         let writes = DispatchGroup()
-        let statuses = Mutex<[Int]>([])
+        let statuses = Lock<[Int]>([])
         for index in 0..<5 {
             writes.enter()
             Thread.detachNewThread {

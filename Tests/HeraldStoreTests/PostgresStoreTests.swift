@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldTestSupport
 @testable import HeraldStore
@@ -132,7 +133,7 @@ struct PostgresStoreTests {
         let (first, second) = (try PostgresStore(url: url), try PostgresStore(url: url))
         #expect(try first.beginBatch() == BatchStart(committed: 0, behind: true), "it never read the store")
         try first.commit(event: event(1), records: [], auction: nil, bid: nil)
-        let secondBegan = Mutex<BatchStart??>(nil)
+        let secondBegan = Lock<BatchStart??>(nil)
         let thread = Thread {
             let committed = try? second.beginBatch()
             secondBegan.withLock { $0 = committed }
@@ -164,7 +165,7 @@ struct PostgresStoreTests {
     @Test func theListenerHearsEveryCommitOfAnotherStore() throws {
         let url = try TestPostgres.database()
         let (watcher, writer) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        let heard = Mutex(0)
+        let heard = Lock(0)
         let listener = watcher.listen { heard.withLock { $0 += 1 } }
         defer { listener.stop() }
         #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")

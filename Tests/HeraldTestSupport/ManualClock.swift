@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldDomain
 import Synchronization
@@ -17,10 +18,10 @@ public final class ManualClock: DomainClock {
         var cancelled: Set<Int> = []
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     public init(now: Date = Date(timeIntervalSince1970: 1_444_396_193)) {
-        state = Mutex(State(now: now))
+        state = Lock(State(now: now))
     }
 
     public var now: Date { state.withLock { $0.now } }

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import Synchronization
 
@@ -37,7 +38,7 @@ final class ConnectionTable: Sendable {
     let timeout: Duration
     /// The time the body may take once the head is in.
     let bodyTimeout: Duration
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(timeout: Duration, bodyTimeout: Duration) {
         self.timeout = timeout

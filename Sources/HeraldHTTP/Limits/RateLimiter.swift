@@ -1,3 +1,4 @@
+import HeraldThreads
 import Synchronization
 
 /// A token bucket per key (a client address, a token's subject): `rate` a second, and up to `burst`
@@ -17,7 +18,7 @@ public final class RateLimiter: Sendable {
 
     public let rate: Int
     public let burst: Int
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// - Parameters:
     ///   - rate: takes allowed a second, at least 1.

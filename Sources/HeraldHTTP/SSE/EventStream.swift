@@ -12,6 +12,8 @@ enum StreamFraming: Sendable {
 /// One SSE stream after libmicrohttpd handed its socket over. Everything but `scheduled` belongs to the
 /// engine's thread; other threads reach a stream only through `StreamEngine.wake`.
 final class EventStream: @unchecked Sendable {
+    // Unchecked: made on the server's thread, then owned by the engine's (handed over through its
+    // inbox, whose lock orders the two); `scheduled` is the one atomic others touch.
     enum Closing: Comparable {
         /// Server shutdown: end the body cleanly.
         case graceful

@@ -1,3 +1,4 @@
+import HeraldThreads
 import CMicroHTTPD
 import Foundation
 import HeraldJSON
@@ -21,7 +22,7 @@ public final class HTTPServer: Sendable {
     /// The SSE streams, once their sockets are handed over.
     public let streams: StreamEngine
     /// Made again once the port is bound (port 0 picks one), before any request.
-    private let guardState: Mutex<RequestGuard>
+    private let guardState: Lock<RequestGuard>
     var requestGuard: RequestGuard { guardState.withLock { $0 } }
     let requestIDs = RequestIDs()
     /// Who a request comes from, behind trusted proxies.
@@ -34,7 +35,7 @@ public final class HTTPServer: Sendable {
     /// make room: the connection limit, and the open-file limit less the store's and logs' share,
     /// each less `reserve`.
     let roomyConnections: Int, roomyDescriptors: Int
-    private let daemon = Mutex<Daemon?>(nil)
+    private let daemon = Lock<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
     /// Set when stopping begins: new streams are refused, so every stream can be ended before the daemon stops.
     let draining = Atomic<Bool>(false)
@@ -54,7 +55,7 @@ public final class HTTPServer: Sendable {
         self.connections = connections
         roomyConnections = max((configuration.connectionLimit ?? Self.defaultConnectionLimit()) - Self.reserve, 1)
         roomyDescriptors = max(Self.openFileLimit() - 64 - Self.reserve, 1)
-        guardState = Mutex(RequestGuard(allowedHosts: configuration.allowedHosts, port: configuration.port))
+        guardState = Lock(RequestGuard(allowedHosts: configuration.allowedHosts, port: configuration.port))
     }
 
     /// The port the server listens on, once started.

@@ -1,3 +1,4 @@
+import HeraldThreads
 import HTTPTypes
 
 import CMicroHTTPD
@@ -14,7 +15,7 @@ final class PendingAnswer: Sendable {
     private let connection: Connection
     /// Headers added to the deferred response on its way out (CORS): the answer gets them too.
     private let headers: HTTPFields
-    private let slot = Mutex<(answer: Response?, given: Bool)>((nil, false))
+    private let slot = Lock<(answer: Response?, given: Bool)>((nil, false))
 
     init(connection: OpaquePointer, headers: HTTPFields) {
         self.connection = Connection(raw: connection)

@@ -1,3 +1,4 @@
+import HeraldThreads
 import HeraldCore
 import HeraldDomain
 import HeraldStore
@@ -14,7 +15,7 @@ final class Pruning: Sendable {
     private let clock: any DomainClock
     private let logger: Logger
     /// The next pruning, and whether pruning has stopped (then it never arms again).
-    private let state = Mutex<(timer: (any TimerHandle)?, stopped: Bool)>((nil, false))
+    private let state = Lock<(timer: (any TimerHandle)?, stopped: Bool)>((nil, false))
 
     init(store: any Store, hub: Hub, journal: Journal, configuration: HeraldConfiguration, clock: any DomainClock, logger: Logger) {
         (self.store, self.hub, self.journal, self.configuration, self.clock, self.logger) = (store, hub, journal, configuration, clock, logger)

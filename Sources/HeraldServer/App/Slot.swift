@@ -1,8 +1,9 @@
+import HeraldThreads
 import Synchronization
 
 /// A value filled in after what reads it is made.
 final class Slot<Value: Sendable>: Sendable {
-    private let stored = Mutex<Value?>(nil)
+    private let stored = Lock<Value?>(nil)
 
     var value: Value? {
         get { stored.withLock { $0 } }

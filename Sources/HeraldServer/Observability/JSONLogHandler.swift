@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldJSON
 import Logging
@@ -16,7 +17,7 @@ public struct JSONLogHandler: LogHandler {
     /// Where lines go: one `write` each, under a lock, so lines from threads never mix.
     public final class Output: Sendable {
         private let descriptor: Int32
-        private let lock = Mutex(())
+        private let lock = Lock(())
 
         public init(descriptor: Int32) { self.descriptor = descriptor }
 

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldHTTP
 import Prometheus
@@ -24,9 +25,9 @@ public final class Metrics: Sendable {
     }
 
     /// Each route, method and status's counter and histogram, made once.
-    private let requests = Mutex<[RequestKey: RequestMetrics]>([:])
-    private let publishedCounters = Mutex<[String: Counter]>([:])
-    private let streamsClosed = Mutex<[String: Counter]>([:])
+    private let requests = Lock<[RequestKey: RequestMetrics]>([:])
+    private let publishedCounters = Lock<[String: Counter]>([:])
+    private let streamsClosed = Lock<[String: Counter]>([:])
     let delivered: Counter
     private let slowConsumers: Counter
     private let replays: Counter
@@ -34,7 +35,7 @@ public final class Metrics: Sendable {
     private let batchSize: ValueHistogram
     private let commitDuration: DurationHistogram
     /// What the hub's resume counts were at the last scrape (they become counter increments).
-    private let resumesSeen = Mutex<(replays: Int, resyncs: Int)>((0, 0))
+    private let resumesSeen = Lock<(replays: Int, resyncs: Int)>((0, 0))
     private let process = ProcessStatistics()
 
     static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -91,7 +92,7 @@ public final class Metrics: Sendable {
 
     private static var publishedName: MetricNameDescriptor { describe("herald_events_published_total", "Events published, by type.") }
 
-    private func counter(in table: borrowing Mutex<[String: Counter]>, _ descriptor: MetricNameDescriptor, label: (String, String)) -> Counter {
+    private func counter(in table: borrowing Lock<[String: Counter]>, _ descriptor: MetricNameDescriptor, label: (String, String)) -> Counter {
         table.withLock { table in
             if let made = table[label.1] { return made }
             let made = registry.makeCounter(descriptor: descriptor, labels: [label])

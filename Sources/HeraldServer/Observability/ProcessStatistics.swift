@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import Prometheus
 import Synchronization
@@ -8,7 +9,7 @@ import Synchronization
 final class ProcessStatistics: Sendable {
     private let startTime = Date().timeIntervalSince1970
     /// CPU seconds already added to the counter.
-    private let cpuCounted = Mutex<Double>(0)
+    private let cpuCounted = Lock<Double>(0)
 
     func update(_ registry: PrometheusCollectorRegistry) {
         registry.makeGauge(descriptor: Metrics.describe("process_open_fds", "Open file descriptors.")).set(Double(Self.openFiles()))

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldCore
 import HeraldDomain
@@ -23,9 +24,6 @@ final class Journal: ChangeSink {
     private let logger: Logger
     /// Stamps stored events, so that pruning by age and the domain agree on the time.
     private let clock: any DomainClock
-    /// The last sequence number given out. Its lock orders store commits and hub publishing alike.
-    private let sequence: Mutex<UInt64>
-
     /// What the current batch will publish, in order, once it is durable.
     private enum Publication {
         case event(id: UInt64, durable: Bool, topic: String, name: String, tags: [String], updates: [Hub.Update], data: [UInt8])
@@ -46,39 +44,54 @@ final class Journal: ChangeSink {
         let run: @Sendable (_ durable: Bool) -> Void
     }
 
-    private let batch = Mutex(Batch())
-
     /// A closure kept in a struct (see `Hub.Signal`). It returns whether memory was restored.
     private struct Reload: Sendable {
         let run: @Sendable () -> Bool
     }
 
-    /// What makes memory equal to the store after other Heralds committed (a shared store): restores
-    /// it as at start. Returns whether it could.
-    private let catchUp = Mutex<Reload?>(nil)
-    /// A batch is queued only to catch up (`wake`); more wake-ups meanwhile add nothing.
-    private let wakeQueued = Atomic<Bool>(false)
+    private struct Published: Sendable {
+        let count: @Sendable (_ name: String) -> Void
+    }
 
-    /// Answers kept for `Idempotency-Key` retries when there is no store: the newest 10,000.
-    private let keptInMemory = Mutex<(answers: [String: KeptAnswer], order: [String])>(([:], []))
+    /// Everything the journal keeps, which only the writer's thread touches (checked in debug builds).
+    private struct State {
+        /// The last sequence number given out.
+        var sequence: UInt64
+        var batch = Batch()
+        /// Answers kept for `Idempotency-Key` retries when there is no store: the newest 10,000.
+        var kept: [String: KeptAnswer] = [:]
+        var keptOrder: [String] = []
+        /// What makes memory equal to the store after other Heralds committed (a shared store):
+        /// restores it as at start. Returns whether it could.
+        var catchUp: Reload?
+        /// Told of each event published, by name (metrics).
+        var published: Published?
+    }
+
+    private let state: ThreadBound<State>
     static let keptInMemoryLimit = 10_000
 
-    /// The last batch that stored something could not be committed (readiness says so until one is).
+    /// A batch is queued only to catch up (`wake`, from the store's listener); more wake-ups meanwhile
+    /// add nothing.
+    private let wakeQueued = Atomic<Bool>(false)
+
+    /// The last batch that stored something could not be committed (readiness, on the server's
+    /// thread, says so until one is).
     private let commitFailing = Atomic<Bool>(false)
 
     /// Whether the last batch that stored something failed to commit.
     var isFailingToCommit: Bool { commitFailing.load(ordering: .relaxed) }
 
-    /// Told of each event published, by name (metrics).
-    private let published = Mutex<Published?>(nil)
-
-    private struct Published: Sendable {
-        let count: @Sendable (_ name: String) -> Void
-    }
-
     /// Sets what is told of each event published (its name), on the writer's thread.
     func countPublished(_ count: @escaping @Sendable (_ name: String) -> Void) {
-        published.withLock { $0 = Published(count: count) }
+        onWriter { $0.published = Published(count: count) }
+    }
+
+    /// Runs `change` on the journal's state, through the writer's queue when called from elsewhere
+    /// (setting up).
+    private func onWriter(_ change: @escaping @Sendable (inout State) -> Void) {
+        let state = state
+        _ = try? writer.perform { state.withValue(change) }
     }
 
     init(hub: Hub, store: (any Store)?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
@@ -86,7 +99,7 @@ final class Journal: ChangeSink {
         self.clock = clock
         self.store = store
         self.logger = logger
-        self.sequence = Mutex(lastSequence)
+        self.state = ThreadBound(State(sequence: lastSequence), owner: writer.thread)
         declareCollection(UnitStore.collectionTopic, arrayName: "units")
         writer.start(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() })
     }
@@ -118,17 +131,15 @@ final class Journal: ChangeSink {
     }
 
     /// The domain's memory takes a batch's changes once it is durable (`finishBatch`), so that no
-    /// reader sees a change the store does not hold. Off the writer (a test driving the domain
-    /// directly), at once.
+    /// reader sees a change the store does not hold.
     func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void) {
-        guard writer.isCurrentThread else { return end(true) }
-        batch.withLock { $0.endings.append(Ending(run: end)) }
+        state.withValue { $0.batch.endings.append(Ending(run: end)) }
     }
 
     /// The answer kept for an idempotency key, on the writer (a shared store's batch has caught up,
     /// so a retry sent to another replica finds it).
     func keptAnswer(for key: String) throws(DomainError) -> KeptAnswer? {
-        guard let store else { return keptInMemory.withLock { $0.answers[key] } }
+        guard let store else { return state.withValue { $0.kept[key] } }
         do throws(StoreError) {
             return try store.keptAnswer(for: key)
         } catch {
@@ -141,12 +152,12 @@ final class Journal: ChangeSink {
     /// is lost, and the log says so.
     func keep(_ answer: KeptAnswer) {
         guard let store else {
-            keptInMemory.withLock { kept in
-                if kept.answers.updateValue(answer, forKey: answer.key) == nil { kept.order.append(answer.key) }
-                if kept.order.count > Self.keptInMemoryLimit {
-                    let dropped = kept.order.count - Self.keptInMemoryLimit
-                    for key in kept.order.prefix(dropped) { kept.answers[key] = nil }
-                    kept.order.removeFirst(dropped)
+            state.withValue { state in
+                if state.kept.updateValue(answer, forKey: answer.key) == nil { state.keptOrder.append(answer.key) }
+                if state.keptOrder.count > Self.keptInMemoryLimit {
+                    let dropped = state.keptOrder.count - Self.keptInMemoryLimit
+                    for key in state.keptOrder.prefix(dropped) { state.kept[key] = nil }
+                    state.keptOrder.removeFirst(dropped)
                 }
             }
             return
@@ -160,7 +171,7 @@ final class Journal: ChangeSink {
 
     /// Sets what brings memory up to date with a shared store before a batch.
     func onCatchUp(_ run: @escaping @Sendable () -> Bool) {
-        catchUp.withLock { $0 = Reload(run: run) }
+        onWriter { $0.catchUp = Reload(run: run) }
     }
 
     /// Queues a batch that only catches up with what other Heralds committed (the store's listener
@@ -180,20 +191,25 @@ final class Journal: ChangeSink {
         guard let store, store.isShared else { return nil }
         do throws(StoreError) {
             let start = try store.beginBatch()
-            let last = sequence.withLock { $0 }
+            let last = state.withValue { $0.sequence }
             guard let start, start.behind || start.committed != last else {
-                batch.withLock { $0.sequenceBefore = last }
+                state.withValue { $0.batch.sequenceBefore = last }
                 return nil
             }
             let committed = max(start.committed, last)
             let missed = try store.events(after: last)
             // Before restoring: an auction that restoring closes takes the next id after theirs.
-            sequence.withLock { $0 = committed }
-            batch.withLock { $0.sequenceBefore = committed }
-            guard catchUp.withLock({ $0 })?.run() ?? true else {
-                sequence.withLock { $0 = last }  // so that the next batch tries again
+            let catchUp = state.withValue { state in
+                state.sequence = committed
+                state.batch.sequenceBefore = committed
+                return state.catchUp
+            }
+            guard catchUp?.run() ?? true else {
                 store.rollbackBatch()
-                batch.withLock { $0 = Batch() }
+                state.withValue { state in
+                    state.sequence = last  // so that the next batch tries again
+                    state.batch = Batch()
+                }
                 return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
             }
             for event in missed {
@@ -202,7 +218,7 @@ final class Journal: ChangeSink {
             return nil
         } catch {
             store.rollbackBatch()
-            batch.withLock { $0 = Batch() }
+            state.withValue { $0.batch = Batch() }
             logger.error("could not catch up with the store", metadata: ["store.error": "\(error)"])
             return Self.refusal(for: error, topic: "a batch of changes")
         }
@@ -214,9 +230,9 @@ final class Journal: ChangeSink {
     /// memory never took it, nothing of it is published, the sequence goes back, and every client in
     /// it is refused.
     func finishBatch() -> DomainError? {
-        let taken = batch.withLock { batch in
-            defer { batch = Batch() }
-            return batch
+        let taken = state.withValue { state in
+            defer { state.batch = Batch() }
+            return state.batch
         }
         let publications = taken.publications
         if let before = taken.sequenceBefore, let store {
@@ -227,7 +243,7 @@ final class Journal: ChangeSink {
                 commitFailing.store(true, ordering: .relaxed)
                 logger.error("a batch of changes could not be committed, so none of them was made",
                              metadata: ["store.error": "\(error)", "batch.publications": "\(publications.count)"])
-                sequence.withLock { $0 = before }
+                state.withValue { $0.sequence = before }
                 for ending in taken.endings { ending.run(false) }
                 return Self.refusal(for: error, topic: "a batch of changes")
             }
@@ -250,14 +266,9 @@ final class Journal: ChangeSink {
         return failure
     }
 
-    /// Publishes at the end of the writer's batch, or at once for a caller that is not the writer
-    /// (a test driving the domain directly).
+    /// Publishes at the end of the writer's batch.
     private func emit(_ publication: Publication) {
-        if writer.isCurrentThread {
-            batch.withLock { $0.publications.append(publication) }
-            return
-        }
-        apply(publication)
+        state.withValue { $0.batch.publications.append(publication) }
     }
 
     /// Puts one publication on the hub.
@@ -265,7 +276,7 @@ final class Journal: ChangeSink {
         switch publication {
         case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
             hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
-            published.withLock { $0 }?.count(name)
+            state.withValue { $0.published }?.count(name)
         case .values(let updates):
             hub.set(updates)
         }
@@ -277,49 +288,45 @@ final class Journal: ChangeSink {
     /// Stores and publishes `change`; returns its event's id (nil for a change without event).
     @discardableResult
     func post(_ change: Entry) throws(DomainError) -> UInt64? {
+        let (last, opened) = state.withValue { ($0.sequence, $0.batch.sequenceBefore != nil) }
+        let updates = Self.updates(change.values, change.members)
         if !change.durable, let name = change.event {
             // News of the moment: never stored, and it takes no sequence number.
-            let data = Self.data(topic: change.topic, payload: change.payload)
-            sequence.withLock { last in
-                emit(.event(id: last, durable: false, topic: change.topic, name: name, tags: change.tags,
-                            updates: Self.updates(change.values, change.members), data: data))
-            }
+            emit(.event(id: last, durable: false, topic: change.topic, name: name, tags: change.tags, updates: updates,
+                        data: Self.data(topic: change.topic, payload: change.payload)))
             return nil
         }
-        return try sequence.withLock { last throws(DomainError) -> UInt64? in
-            let id = last + 1
-            let data = change.event.map { _ in Self.data(topic: change.topic, payload: change.payload) }
-            if let store {
-                if writer.isCurrentThread, batch.withLock({ $0.sequenceBefore == nil }) {
-                    // The batch's first stored change opens its one transaction.
-                    do throws(StoreError) {
-                        try store.beginBatch()
-                    } catch {
-                        throw Self.refusal(for: error, topic: change.topic)
-                    }
-                    batch.withLock { $0.sequenceBefore = last }
-                }
-                let event = change.event.map {
-                    StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: clock.now)
-                }
-                let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
+        let id = last + 1
+        let data = change.event.map { _ in Self.data(topic: change.topic, payload: change.payload) }
+        if let store {
+            if !opened {
+                // The batch's first stored change opens its one transaction.
                 do throws(StoreError) {
-                    try store.commit(event: event, records: records, auction: change.auction.map(Self.stored),
-                                 bid: change.newBid.map(Self.stored))
+                    try store.beginBatch()
                 } catch {
-                    // Logged once, where the request's id is known (Routes).
                     throw Self.refusal(for: error, topic: change.topic)
                 }
+                state.withValue { $0.batch.sequenceBefore = last }
             }
-            let updates = Self.updates(change.values, change.members)
-            guard let name = change.event, let data else {
-                emit(.values(updates))
-                return nil
+            let event = change.event.map {
+                StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: clock.now)
             }
-            last = id
-            emit(.event(id: id, durable: true, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data))
-            return id
+            let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
+            do throws(StoreError) {
+                try store.commit(event: event, records: records, auction: change.auction.map(Self.stored),
+                                 bid: change.newBid.map(Self.stored))
+            } catch {
+                // Logged once, where the request's id is known (Routes).
+                throw Self.refusal(for: error, topic: change.topic)
+            }
         }
+        guard let name = change.event, let data else {
+            emit(.values(updates))
+            return nil
+        }
+        state.withValue { $0.sequence = id }
+        emit(.event(id: id, durable: true, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data))
+        return id
     }
 
     /// What a client is told when its change could not be stored: 503 with `Retry-After` when the

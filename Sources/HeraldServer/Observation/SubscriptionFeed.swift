@@ -5,6 +5,8 @@ import HeraldHTTP
 /// An observer seen as an SSE feed: each core event becomes one message, its shared frame copied
 /// straight into the stream's write buffer.
 final class SubscriptionFeed: EventFeed, @unchecked Sendable {
+    // Unchecked: made on the server's thread, then read and drained only by the engine's thread that
+    // owns its stream (handed over with it); the subscription it wraps is locked for the hub.
     private let subscription: Subscription
     private let localizer: TripLocalizer?
     let expires: Date?

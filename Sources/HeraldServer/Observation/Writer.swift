@@ -1,3 +1,4 @@
+import HeraldThreads
 import CLinux
 import Dispatch
 import Foundation
@@ -24,18 +25,18 @@ final class Writer: Sendable {
         var stopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    /// The writer thread's id once it runs (`pthread_self`), 0 before.
-    private let thread = Atomic<UInt>(0)
+    /// The writer's thread, which owns the state bound to it (`ThreadBound`).
+    let thread = OwnerThread(name: "herald-writer")
     /// Changes that ran, in the batches so far (for tests and the log).
-    private let counts = Mutex<(changes: Int, batches: Int)>((0, 0))
+    private let counts = Lock<(changes: Int, batches: Int)>((0, 0))
     /// Called around finishing and answering a batch (holding the stream engine's wake-up until the
     /// clients are answered).
-    private let around = Mutex<Hooks?>(nil)
+    private let around = Lock<Hooks?>(nil)
 
-    /// The closures kept in a struct, not a tuple: Swift 6.3 wraps closures kept bare in a `Mutex` in
+    /// The closures kept in a struct, not a tuple: Swift 6.3 wraps closures kept bare in a `Lock` (or a `Mutex`) in
     /// one more thunk at every read, so each batch would cost more than the last (see `Hub`).
     private struct Hooks: Sendable {
         let before: @Sendable () -> Void
@@ -48,7 +49,7 @@ final class Writer: Sendable {
         let record: @Sendable (_ changes: Int, _ finishing: Duration) -> Void
     }
 
-    private let recorder = Mutex<BatchRecorder?>(nil)
+    private let recorder = Lock<BatchRecorder?>(nil)
 
     /// Sets what is told of each finished batch (metrics).
     func recordBatches(_ record: @escaping @Sendable (_ changes: Int, _ finishing: Duration) -> Void) {
@@ -67,7 +68,7 @@ final class Writer: Sendable {
     }
 
     /// Whether the caller is the writer's thread.
-    var isCurrentThread: Bool { thread.load(ordering: .acquiring) == UInt(pthread_self()) }
+    var isCurrentThread: Bool { thread.isCurrent }
 
     /// Batches finished and the changes they held.
     var statistics: (changes: Int, batches: Int) { counts.withLock { $0 } }
@@ -83,7 +84,7 @@ final class Writer: Sendable {
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             _ = clinux_name_this_thread("herald-writer")
-            self.thread.store(UInt(pthread_self()), ordering: .releasing)
+            self.thread.bindToCurrentThread()
             ready.signal()
             run(prepare: prepare, finish: finish)
         }
@@ -119,7 +120,7 @@ final class Writer: Sendable {
     /// (a change that makes another) it runs at once, in the current batch.
     func perform<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
         if isCurrentThread { return try work() }
-        let outcome = Mutex<Result<T, DomainError>?>(nil)
+        let outcome = Lock<Result<T, DomainError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         submit(work) { result in
             outcome.withLock { $0 = result }

@@ -1,3 +1,4 @@
+import HeraldThreads
 import Foundation
 import HeraldDomain
 import HeraldHTTP
@@ -14,7 +15,7 @@ final class AuctionEncodings: Sendable {
         let bytes: [UInt8]
     }
 
-    private let encodings = Mutex<[String: Encoding]>([:])
+    private let encodings = Lock<[String: Encoding]>([:])
 
     func bytes(of auction: Auction, at now: Date) -> [UInt8] {
         let remaining = auction.countdown.remaining(at: now)

@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A thread that owns state (the writer, the stream engine): `ThreadBound` values check that only it
+/// touches them.
+public final class OwnerThread: Sendable {
+    /// What the thread is called in checks' messages.
+    public let name: String
+    /// The thread's `pthread_self`, 0 until it runs.
+    private let id = Atomic<UInt>(0)
+
+    public init(name: String) { self.name = name }
+
+    /// Called first thing on the owning thread: from now on only it may touch its bound values.
+    public func bindToCurrentThread() { id.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing) }
+
+    /// Whether the caller is the owning thread.
+    public var isCurrent: Bool { id.load(ordering: .acquiring) == UInt(bitPattern: Int(bitPattern: pthread_self())) }
+
+    /// Whether the caller may touch a value the thread owns: it is the owner, or the owner has not
+    /// started yet (the one thread that builds it sets it up).
+    public var mayAccess: Bool {
+        let owner = id.load(ordering: .acquiring)
+        return owner == 0 || owner == UInt(bitPattern: Int(bitPattern: pthread_self()))
+    }
+}
+
+/// State that one thread owns, in the manner of swift-nio's `NIOLoopBound`: no lock, because no other
+/// thread touches it. Others reach it only through the owner's inbox (the writer's queue, the
+/// engine's inbox), which runs their work on the owner. A debug build checks every access.
+public final class ThreadBound<Value>: @unchecked Sendable {
+    // Unchecked: `value` is touched only on `owner`'s thread, which `withValue` checks in debug builds.
+    public let owner: OwnerThread
+    @usableFromInline var value: Value
+
+    public init(_ value: Value, owner: OwnerThread) {
+        self.value = value
+        self.owner = owner
+    }
+
+    /// Runs `body` with the value; on any thread but the owner's (once it runs), a debug build stops.
+    @inlinable
+    public func withValue<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        assert(owner.mayAccess, "state of \(owner.name) touched from another thread")
+        return try body(&value)
+    }
+}
