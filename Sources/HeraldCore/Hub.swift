@@ -7,10 +7,11 @@ import Synchronization
 /// The observer core: subjects with a current value, one ordered event log with a global sequence,
 /// bounded history for replay, and the observers of each subject.
 ///
-/// A change is published once: under one lock it gets the next sequence number, updates the
-/// subjects' current values, enters the history and is queued for every observer, so every
-/// observer sees every subject's events in sequence order and a new observer's snapshot and
-/// live events fit together with no gap and no duplicate.
+/// A change is published once: under the hub's lock it gets the next sequence number, updates the
+/// subjects' current values, enters the history and waits to be delivered; `deliver()`, where
+/// delivery is signalled (the stream engine's thread), queues the waiting events for their
+/// observers in order. So every observer sees every subject's events in sequence order, and a new
+/// observer's snapshot and live events fit together with no gap and no duplicate.
 public final class Hub: Sendable {
     /// A change of a subject's current value made together with an event.
     public struct Update: Sendable {

@@ -10,6 +10,16 @@ public enum Poll: Sendable {
     case ended(ObserverEnd)
 }
 
+/// What `Subscription.drain` did.
+public enum Drained: Sendable {
+    /// Events were handed over.
+    case taken
+    /// Nothing queued. The waker will be called once when something is.
+    case idle
+    /// The subscription is over; nothing more will come.
+    case ended(ObserverEnd)
+}
+
 /// An observer's handle: take queued events with `poll`, stop with `cancel()` (or by dropping it).
 public final class Subscription: Sendable {
     private let observer: Observer
@@ -46,9 +56,9 @@ public final class Subscription: Sendable {
 
     /// Hands queued events to `body`, oldest first, until it returns false (that event is taken too)
     /// or the queue is empty. `body` runs under the subscription's lock: it must only copy.
-    /// - Returns: `.events([])` when events were taken (the array stays empty), `.idle` when there were
-    ///   none (the waker will be called), `.ended` when the subscription is over.
-    public func drain(_ body: (Event) -> Bool) -> Poll {
+    /// - Returns: `.taken` when events were taken, `.idle` when there were none (the waker will be
+    ///   called), `.ended` when the subscription is over.
+    public func drain(_ body: (Event) -> Bool) -> Drained {
         observer.state.withLock { state in
             if let end = state.end { return .ended(end) }
             if state.queue.isEmpty {
@@ -61,7 +71,7 @@ public final class Subscription: Sendable {
                 if !body(event) { break }
             }
             state.initial = max(0, state.initial - taken)
-            return .events([])
+            return .taken
         }
     }
 

@@ -95,9 +95,6 @@ public final class StreamEngine: Sendable {
         hooks.withLock { $0.append(hook) }
     }
 
-    /// Wakes the engine's thread. Cheap when it is awake already: one eventfd write per sleep.
-    /// On a thread that defers its wake-ups (the request thread while it answers), the wake-up is
-    /// sent when the answer is out (see `HTTPServer`).
     /// Holds the calling thread's wake-ups of the engine until `releaseSignals()`: a thread that is
     /// about to answer clients answers them first, and then lets fan-out start.
     public func holdSignals() { clinux_defer_wakeups() }
@@ -107,6 +104,9 @@ public final class StreamEngine: Sendable {
         if clinux_end_deferral() != 0 { signal() }
     }
 
+    /// Wakes the engine's thread. Cheap when it is awake already: one eventfd write per sleep.
+    /// On a thread that defers its wake-ups (the request thread while it answers), the wake-up is
+    /// sent when the answer is out (see `HTTPServer`).
     public func signal() {
         if clinux_wakeup_deferred() != 0 { return }
         guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }

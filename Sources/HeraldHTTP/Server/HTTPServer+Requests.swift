@@ -14,8 +14,9 @@ extension HTTPServer {
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
         let methodName = method.map { String(cString: $0) } ?? ""
         if !context.started {
-            // First call, head only. Queueing a response now costs keep-alive (see shared notes), so only
-            // a refusal is answered now: its connection closes, and no byte after the head is read.
+            // First call, head only. A response queued now, before libmicrohttpd has read the body,
+            // ends the connection after it (no keep-alive), so only a refusal is answered now: its
+            // connection closes, and no byte after the head is read.
             context.started = true
             context.startedAt = .now
             connections.headReceived(connection)

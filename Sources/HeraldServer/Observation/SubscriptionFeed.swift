@@ -29,7 +29,7 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
         }
         eventsTaken += taken
         switch poll {
-        case .events: return .taken
+        case .taken: return .taken
         case .idle: return .idle
         case .ended(let end):
             overflowed = end == .overflowed

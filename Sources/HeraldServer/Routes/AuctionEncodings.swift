@@ -5,8 +5,8 @@ import HeraldHTTP
 import Synchronization
 
 /// Each auction's JSON bytes, encoded once for each state a reader can see (status, bid count and
-/// the whole seconds left): every `GET /auctions/{id}` between two changes shares them, and the
-/// server keeps the finished response for shared bytes.
+/// the whole seconds left): every `GET /auctions/{id}` between two changes answers with the same
+/// bytes instead of encoding the auction again.
 final class AuctionEncodings: Sendable {
     private struct Encoding {
         let status: Auction.Status
