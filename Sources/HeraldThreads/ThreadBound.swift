@@ -16,6 +16,13 @@ public final class OwnerThread: Sendable {
     /// Called first thing on the owning thread: from now on only it may touch its bound values.
     public func bindToCurrentThread() { id.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing) }
 
+    /// Binds the calling thread if none is bound yet: for a thread that someone else starts
+    /// (libmicrohttpd's), from the first callback it runs. One atomic load once bound.
+    public func adoptCurrentThread() {
+        guard id.load(ordering: .relaxed) == 0 else { return }
+        _ = id.compareExchange(expected: 0, desired: UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .acquiringAndReleasing)
+    }
+
     /// Whether the caller is the owning thread.
     public var isCurrent: Bool { id.load(ordering: .acquiring) == UInt(bitPattern: Int(bitPattern: pthread_self())) }
 

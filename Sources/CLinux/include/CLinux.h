@@ -70,13 +70,6 @@ static inline int cepoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int 
     return count;
 }
 
-/// Wake-ups the calling thread defers: between `clinux_defer_wakeups` and `clinux_end_deferral`,
-/// `clinux_wakeup_deferred` records a wake-up instead of letting the caller send it (returns 1).
-/// `clinux_end_deferral` returns whether one was recorded; the caller sends it then.
-void clinux_defer_wakeups(void);
-int clinux_wakeup_deferred(void);
-int clinux_end_deferral(void);
-
 /// Returns free heap memory to the system (glibc keeps it otherwise); true if some was returned.
 static inline int clinux_malloc_trim(void) { return malloc_trim(0); }
 

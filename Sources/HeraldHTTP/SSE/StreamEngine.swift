@@ -29,6 +29,8 @@ public final class StreamEngine: Sendable {
     private final class Loop {
         var streams: [UInt64: EventStream] = [:]
         var ready: [EventStream] = []
+        /// Streams woken on the engine's own thread (by fan-out), which need no inbox and no signal.
+        var woken: [EventStream] = []
         /// Streams that end when their token expires, by the whole second (from `epoch`) they end in.
         var expiring: [Int64: [UInt64]] = [:]
         /// The second whose expiring streams were ended last.
@@ -95,23 +97,23 @@ public final class StreamEngine: Sendable {
         hooks.withLock { $0.append(hook) }
     }
 
-    /// Holds the calling thread's wake-ups of the engine until `releaseSignals()`: a thread that is
-    /// about to answer clients answers them first, and then lets fan-out start.
-    public func holdSignals() { clinux_defer_wakeups() }
-
-    /// Sends the wake-up held since `holdSignals()`, if any.
-    public func releaseSignals() {
-        if clinux_end_deferral() != 0 { signal() }
-    }
-
     /// Wakes the engine's thread. Cheap when it is awake already: one eventfd write per sleep.
-    /// On a thread that defers its wake-ups (the request thread while it answers), the wake-up is
-    /// sent when the answer is out (see `HTTPServer`).
     public func signal() {
-        if clinux_wakeup_deferred() != 0 { return }
         guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var one: UInt64 = 1
         _ = write(wakeup, &one, 8)
+    }
+
+    /// Wakes the engine's thread, unless the caller is `hold`'s thread during the hold: then the
+    /// wake-up waits for `release(hold)`.
+    public func signal(unlessHeldBy hold: WakeHold) {
+        if hold.keep() { return }
+        signal()
+    }
+
+    /// Ends `hold` and sends the wake-up it kept, if any. On the hold's thread.
+    public func release(_ hold: WakeHold) {
+        if hold.end() { signal() }
     }
 
     /// Runs `hook` on the engine's thread about once a second. Add hooks before starting.
@@ -127,10 +129,11 @@ public final class StreamEngine: Sendable {
         case clientFull
     }
 
-    /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it.
-    /// Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
+    /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it; the
+    /// engine is woken once `hold` (the request thread's) is released. Throws, and closes nothing,
+    /// when the engine or the client's share is full, or it is stopped.
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
-             start: [UInt8]) throws(Refusal) {
+             start: [UInt8], hold: WakeHold? = nil) throws(Refusal) {
         let taken = clients.withLock { clients -> Bool in
             guard clients[client, default: 0] < perClientLimit ?? Int.max else { return false }
             clients[client, default: 0] += 1
@@ -156,7 +159,7 @@ public final class StreamEngine: Sendable {
             release(client)
             throw .full
         }
-        signal()
+        if let hold { signal(unlessHeldBy: hold) } else { signal() }
     }
 
     /// Streams `client` holds.
@@ -174,8 +177,13 @@ public final class StreamEngine: Sendable {
     /// After `stop`, nothing is added: the inbox would keep the stream, and through its feed the hub,
     /// which holds the engine (its delivery signal). The check is under the inbox's lock, which the
     /// engine's thread takes to empty the inbox for the last time once `stopped` is set.
+    /// On the engine's own thread (fan-out runs there) the stream goes straight to the loop's list.
     func wake(_ stream: EventStream) {
         guard !stream.scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if thread.isCurrent {
+            loop.woken.append(stream)
+            return
+        }
         let added = inbox.withLock { inbox -> Bool in
             guard !stopped.load(ordering: .acquiring) else { return false }
             inbox.woken.append(stream)
@@ -230,7 +238,7 @@ public final class StreamEngine: Sendable {
             // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
             // be sent (its client stopped reading) delays delivery by a second at most.
             var timeout: Int32 = 1000
-            if !loop.ready.isEmpty || !inbox.withLock({ $0.isEmpty }) {
+            if !loop.ready.isEmpty || !loop.woken.isEmpty || !inbox.withLock({ $0.isEmpty }) {
                 timeout = 0
             } else if let due = nextHeartbeat {
                 let left = clock.now.duration(to: due)
@@ -256,10 +264,12 @@ public final class StreamEngine: Sendable {
                 return (inbox.added, inbox.woken, inbox.closeAll)
             }
             for stream in added { register(stream) }
-            for stream in woken {
+            for stream in woken { loop.woken.append(stream) }
+            for stream in loop.woken {
                 stream.scheduled.store(false, ordering: .releasing)
                 loop.ready.append(stream)
             }
+            loop.woken.removeAll(keepingCapacity: true)
             if let closeAll {
                 for stream in loop.streams.values {
                     stream.closing = max(stream.closing ?? closeAll, closeAll)

@@ -48,9 +48,9 @@ extension HTTPServer {
         return response
     }
 
-    /// Sends the stream engine the wake-up this thread deferred while answering, if any.
+    /// Ends the request thread's hold on its wake-ups of the stream engine, sending the one it kept.
     func sendDeferredWakeup() {
-        if clinux_end_deferral() != 0 { streams.signal() }
+        streams.release(requestHold)
     }
 
     func tooLarge() -> Response {
@@ -113,7 +113,7 @@ extension HTTPServer {
         if socket >= 0 {
             do throws(StreamEngine.Refusal) {
                 try streams.add(socket: socket, framing: framing, feed: feed, client: context.client, requestID: context.id,
-                                path: context.target?.path ?? "-", start: start)
+                                path: context.target?.path ?? "-", start: start, hold: requestHold)
                 report(200, method: method, context: context, isStream: true)
                 // The first events (snapshot or replay) go out with the head.
                 if let observer, taken > 0 { observer.delivered(taken) }

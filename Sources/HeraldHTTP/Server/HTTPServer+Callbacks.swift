@@ -33,6 +33,7 @@ extension HTTPServer {
     static let targetCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { cls, uri, connection in
         if let cls {
             let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+            server.requestThread.adoptCurrentThread()
             server.sendDeferredWakeup()
             if let connection { server.connections.requestLine(connection) }
         }

@@ -98,7 +98,7 @@ extension HTTPServer {
         guard let target = context.target else { return MHD_Result.NO }
         // The stream engine is woken once this answer is out (in the completed callback), not while
         // it is made: on a shared core, a fan-out started mid-request would delay the answer.
-        clinux_defer_wakeups()
+        requestHold.begin()
         guard let typedMethod = HTTPRequest.Method(methodName) else {
             let problem = Problem(status: .badRequest, detail: "the method is not a token", headers: [.connection: "close"])
             return answer(problem.response, on: connection, method: methodName, context: context)

@@ -21,6 +21,10 @@ public final class HTTPServer: Sendable {
     let observer: (any HTTPObserver)?
     /// The SSE streams, once their sockets are handed over.
     public let streams: StreamEngine
+    /// libmicrohttpd's thread, which runs every callback (bound by the first).
+    let requestThread = OwnerThread(name: "herald-http")
+    /// The request thread's wake-ups of the engine, held while it answers (the answer goes out first).
+    let requestHold: WakeHold
     /// Made again once the port is bound (port 0 picks one), before any request.
     private let guardState: Lock<RequestGuard>
     var requestGuard: RequestGuard { guardState.withLock { $0 } }
@@ -47,6 +51,7 @@ public final class HTTPServer: Sendable {
         self.logger = logger
         self.observer = observer
         self.handler = handler
+        requestHold = WakeHold(owner: requestThread)
         streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
                                perClientLimit: configuration.streamsPerClient, observer: observer)
         clients = ClientResolver(trustedProxies: configuration.trustedProxies)

@@ -102,10 +102,12 @@ public final class Herald: Sendable {
         }
         // A publish only signals the stream engine; its thread fans the event out and writes it.
         let streams = server.streams
+        // The writer answers a batch's clients before the engine starts its fan-out: it holds its
+        // wake-ups of the engine from finishing the batch (where it publishes) until they are answered.
+        let writerHold = WakeHold(owner: journal.writer.thread)
         streams.beforeWriting { hub.deliver() }
-        hub.deliverWhenSignalled { streams.signal() }
-        // The writer answers a batch's clients before the engine starts its fan-out.
-        journal.writer.aroundAnswers(before: { streams.holdSignals() }, after: { streams.releaseSignals() })
+        hub.deliverWhenSignalled { streams.signal(unlessHeldBy: writerHold) }
+        journal.writer.aroundAnswers(before: { writerHold.begin() }, after: { streams.release(writerHold) })
     }
 
     /// The subjects as the store holds them, and the examples in an empty store, in the writer's first
