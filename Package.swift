@@ -42,7 +42,7 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .target(name: "CLinux"),
-        .target(name: "HeraldThreads"),
+        .target(name: "HeraldThreads", dependencies: ["CLinux"]),
         .target(name: "HeraldJSON"),
         .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON", "HeraldThreads"]),
         .target(name: "HeraldCore", dependencies: ["CLinux", "HeraldJSON", "HeraldThreads"]),
@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore", "HeraldAuth", "HeraldThreads", "CLinux",
+                "HeraldJSON", "HeraldCore", "HeraldDomain", "HeraldHTTP", "HeraldStore", "HeraldAuth", "HeraldThreads",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -76,7 +76,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldServer", "HeraldAuth", "HeraldThreads",
+                "HeraldServer", "HeraldHTTP", "HeraldStore", "HeraldAuth", "HeraldThreads",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -88,10 +88,11 @@ let package = Package(
             dependencies: ["CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "HeraldThreads", "CPostgres", "CLinux"], path: "Tests/HeraldTestSupport"),
-        .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON"]),
+        .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON", "HeraldTestSupport"]),
         .testTarget(name: "HeraldThreadsTests", dependencies: ["HeraldThreads"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON", "HeraldThreads"]),
         .testTarget(name: "HeraldDomainTests", dependencies: ["HeraldDomain", "HeraldThreads", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldAuthTests", dependencies: ["HeraldAuth", "HeraldTestSupport"]),
         .testTarget(name: "HeraldStoreTests", dependencies: ["HeraldStore", "HeraldThreads", "HeraldTestSupport"]),
         .testTarget(
             name: "HeraldHTTPTests",
@@ -105,8 +106,15 @@ let package = Package(
     ]
 )
 
+// Every import says who sees it (`public import` when a public declaration shows the module's types),
+// a member is used only through a module its file imports, and an existential is spelled `any`.
+let upcoming: [SwiftSetting] = [
+    .enableUpcomingFeature("MemberImportVisibility"), .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
 for target in package.targets where target.type != .system {
-    target.swiftSettings = (target.swiftSettings ?? []) + sanitized
+    target.swiftSettings = (target.swiftSettings ?? []) + upcoming + sanitized
     target.cSettings = (target.cSettings ?? []) + sanitizedC
     target.linkerSettings = (target.linkerSettings ?? []) + sanitizedLink
 }

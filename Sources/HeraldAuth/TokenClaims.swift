@@ -1,5 +1,5 @@
-import Foundation
-import JWTKit
+public import Foundation
+public import JWTKit
 
 /// The claims Herald reads: `exp` (required), `nbf`, `sub`, and `herald: {publish, subscribe}`.
 public struct TokenClaims: JWTPayload, Equatable {

@@ -1,6 +1,6 @@
-import HeraldThreads
-import Foundation
+public import Foundation
 import HeraldJSON
+import HeraldThreads
 import JWTKit
 import Synchronization
 

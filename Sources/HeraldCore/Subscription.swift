@@ -1,3 +1,4 @@
+import HeraldThreads
 import Synchronization
 
 /// What `Subscription.poll` found.

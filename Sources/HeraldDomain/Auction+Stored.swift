@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 extension Auction {
     /// An auction as it was stored: its fields, its bids in order, and its countdown's deadline.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One accepted bid.
 public struct Bid: Sendable, Equatable {

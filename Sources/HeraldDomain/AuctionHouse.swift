@@ -1,5 +1,5 @@
+public import Foundation
 import HeraldThreads
-import Foundation
 import Synchronization
 
 /// Every auction, its bids and its one countdown timer. Bids and timer firings are changes made one at

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An auction's countdown as a pure state machine: it holds a deadline and tells its driver what to
 /// schedule. Each restart makes a new generation, so a timer from an older one is ignored: with the

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Time as the domain sees it: the current instant, and one-shot timers.
 /// Production uses `SystemClock`; tests use a manual clock that they advance.

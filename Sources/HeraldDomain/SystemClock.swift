@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+public import Foundation
 
 /// The wall clock, with timers on one shared dispatch queue: no thread per timer.
 public final class SystemClock: DomainClock {

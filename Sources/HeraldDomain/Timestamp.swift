@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 
 /// RFC 3339 times, always written in UTC.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A train trip. Its duration, delay and `delayed` flag follow from its three times.
 public struct Trip: Sendable, Equatable {

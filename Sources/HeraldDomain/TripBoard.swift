@@ -1,5 +1,5 @@
+public import Foundation
 import HeraldThreads
-import Foundation
 import Synchronization
 
 /// Every trip. Moving a trip's actual departure publishes which fields changed, so an observer can

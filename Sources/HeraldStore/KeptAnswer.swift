@@ -1,5 +1,5 @@
+public import Foundation
 import HeraldJSON
-import Foundation
 
 /// The answer to a change made with an `Idempotency-Key`, kept so that a retry gets it again instead
 /// of making the change twice.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What Herald keeps its state in: the embedded SQLite file (`SQLiteStore`) or a PostgreSQL database
 /// (`PostgresStore`). One Herald owns its store; the journal uses it from the writer's thread.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An event as stored: the same bytes the observers get.
 public struct StoredEvent: Sendable, Equatable {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// A value that any thread may use, one at a time: each access holds a pthread mutex.

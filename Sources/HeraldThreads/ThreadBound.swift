@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import Synchronization
 
 /// A thread that owns state (the writer, the stream engine): `ThreadBound` values check that only it
@@ -13,8 +14,12 @@ public final class OwnerThread: Sendable {
 
     public init(name: String) { self.name = name }
 
-    /// Called first thing on the owning thread: from now on only it may touch its bound values.
-    public func bindToCurrentThread() { id.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing) }
+    /// Called first thing on the owning thread: from now on only it may touch its bound values. The
+    /// thread takes the owner's name (its first 15 bytes), which `top -H` and `/proc` show.
+    public func bindToCurrentThread() {
+        _ = clinux_name_this_thread(name)
+        id.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+    }
 
     /// Binds the calling thread if none is bound yet: for a thread that someone else starts
     /// (libmicrohttpd's), from the first callback it runs. One atomic load once bound.

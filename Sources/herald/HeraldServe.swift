@@ -4,6 +4,7 @@ import Foundation
 import HeraldAuth
 import HeraldHTTP
 import HeraldServer
+import HeraldStore
 import Logging
 import Prometheus
 

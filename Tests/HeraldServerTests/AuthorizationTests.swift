@@ -307,37 +307,4 @@ extension TestHerald {
         #expect(bid.status == 201)
         #expect((bid.json["bid"] as? [String: Any])?["bidder"] as? String == "bob")
     }
-
-    @Test func patternsMatchATopicOrAPrefixEndingInAStar() {
-        #expect(Grants.matches("*", "units/scout"))
-        #expect(Grants.matches("auctions/*", "auctions/7"))
-        #expect(!Grants.matches("auctions/*", "auctions"))
-        #expect(!Grants.matches("auctions/*", "auctionsX/7"))
-        #expect(Grants.matches("notifications/door.*", "notifications/door.front"))
-        #expect(!Grants.matches("notifications/door.*", "notifications/window"))
-        #expect(Grants.matches("units/scout", "units/scout"))
-        #expect(!Grants.matches("units/scout", "units/scout2"))
-        #expect(!Grants.matches("units/*/x", "units/a/x"))
-        #expect(!Grants().mayPublish("currency"))
-    }
-
-    @Test func aTokenCheckedOnceIsStillRefusedOnceItExpires() async throws {
-        let verifier = TokenVerifier(key: try await Tokens.key())
-        let now = Date()
-        let token = try await Tokens.make(expires: now.addingTimeInterval(60), notBefore: now.addingTimeInterval(-60))
-        #expect(try verifier.verify(token, at: now).subject == "ann")
-        // The second check finds the token among those already checked: its times still count.
-        #expect(try verifier.verify(token, at: now.addingTimeInterval(30)).subject == "ann")
-        #expect(throws: TokenError.self) { try verifier.verify(token, at: now.addingTimeInterval(61)) }
-        #expect(throws: TokenError.self) { try verifier.verify(token, at: now.addingTimeInterval(-61)) }
-        // A token that failed once fails again: only good signatures are kept.
-        let forged = token.dropLast(2) + "xx"
-        #expect(throws: TokenError.self) { try verifier.verify(String(forged), at: now) }
-        #expect(throws: TokenError.self) { try verifier.verify(String(forged), at: now) }
-    }
-
-    @Test func shortSecretsAndUnreadableKeysAreRefusedAtStart() async {
-        await #expect(throws: TokenKeyError.self) { try await TokenKey.secret("short") }
-        await #expect(throws: TokenKeyError.self) { try await TokenKey.publicKey(pem: "-----BEGIN PUBLIC KEY-----\nxx\n-----END PUBLIC KEY-----") }
-    }
 }

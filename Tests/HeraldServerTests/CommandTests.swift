@@ -1,5 +1,6 @@
 import Foundation
 import HeraldDomain
+import HeraldJSON
 @testable import HeraldServer
 import HeraldTestSupport
 import Testing

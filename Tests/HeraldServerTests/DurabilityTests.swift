@@ -1,9 +1,10 @@
-import HeraldThreads
 import CSQLite
+import Foundation
+import HeraldCore
 import HeraldDomain
 @testable import HeraldServer
-import Foundation
 import HeraldTestSupport
+import HeraldThreads
 import Synchronization
 import Testing
 

@@ -1,9 +1,10 @@
-import HeraldThreads
 import Foundation
-import Synchronization
+import HeraldDomain
 @testable import HeraldServer
 @testable import HeraldStore
 import HeraldTestSupport
+import HeraldThreads
+import Synchronization
 import Testing
 
 /// The writer commits each batch of changes in one transaction. If that commit fails after every

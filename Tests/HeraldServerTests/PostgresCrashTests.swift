@@ -1,4 +1,5 @@
 import Foundation
+import HeraldServer
 import HeraldTestSupport
 import Testing
 

@@ -1,8 +1,9 @@
-@testable import HeraldServer
+import HTTPTypes
+import HeraldDomain
 import HeraldHTTP
+@testable import HeraldServer
 import HeraldStore
 import Testing
-import HTTPTypes
 
 /// A change the store could not take is answered by what failed: 503 with `Retry-After` when trying
 /// again can work (another writer, a full disk, a read-only file), 500 when the store is damaged; the

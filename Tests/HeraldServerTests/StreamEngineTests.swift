@@ -1,4 +1,6 @@
 import Foundation
+import HeraldHTTP
+import HeraldServer
 import HeraldTestSupport
 import Testing
 

@@ -1,9 +1,10 @@
-import HeraldThreads
 import Foundation
 import HeraldDomain
+import HeraldHTTP
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport
+import HeraldThreads
 import Logging
 import Synchronization
 import Testing

@@ -1,8 +1,9 @@
-import HeraldThreads
 import CSQLite
 import Dispatch
 import Foundation
+import HeraldStore
 import HeraldTestSupport
+import HeraldThreads
 import Synchronization
 import Testing
 

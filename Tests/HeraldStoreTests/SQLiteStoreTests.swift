@@ -1,6 +1,7 @@
 import Foundation
 @testable import HeraldStore
 import HeraldTestSupport
+import HeraldThreads
 import Testing
 
 @Suite struct SQLiteStoreTests {

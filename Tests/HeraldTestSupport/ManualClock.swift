@@ -1,6 +1,6 @@
+public import Foundation
+public import HeraldDomain
 import HeraldThreads
-import Foundation
-import HeraldDomain
 import Synchronization
 
 /// A clock that stands still until a test moves it; due timers run, in order, on `advance`.

@@ -142,12 +142,11 @@ static inline int clinux_nice_this_thread(int nice)
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }
 
+/// Names the calling thread (the kernel keeps the first 15 bytes). Returns 0, or -1 with errno.
+static inline int clinux_name_this_thread(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+
 /// The calling thread's name (at most 15 bytes and a NUL, as `Thread.name` or `pthread_setname_np`
 /// set it) into `name`, which holds 16 bytes. Returns 0, or -1 with errno.
 static inline int clinux_thread_name(char name[16]) { return prctl(PR_GET_NAME, name, 0, 0, 0); }
-
-/// Names the calling thread for the system (`top -H`, `/proc/PID/task/TID/comm`, `clinux_thread_name`):
-/// Foundation's `Thread.name` does not on Linux, where a thread starts with its creator's name.
-static inline int clinux_name_this_thread(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 #endif

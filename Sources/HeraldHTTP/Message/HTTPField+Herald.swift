@@ -1,4 +1,4 @@
-import HTTPTypes
+public import HTTPTypes
 
 /// The header fields Herald reads or writes that swift-http-types does not name.
 extension HTTPField.Name {

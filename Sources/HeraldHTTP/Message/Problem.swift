@@ -1,5 +1,5 @@
-import HeraldJSON
-import HTTPTypes
+public import HTTPTypes
+public import HeraldJSON
 
 /// An RFC 9457 problem: every error Herald answers is one, as `application/problem+json`.
 public struct Problem: Error, Sendable {

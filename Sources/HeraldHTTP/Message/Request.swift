@@ -1,4 +1,4 @@
-import HTTPTypes
+public import HTTPTypes
 
 /// An HTTP request as a handler sees it: the whole body has been read.
 public struct Request: Sendable {

@@ -1,3 +1,4 @@
+import HTTPTypes
 /// A request target as the client sent it (RFC 9112 §3.2), parsed by Herald rather than libmicrohttpd:
 /// an encoded slash stays inside its segment, a NUL is refused, and query arguments cost no
 /// libmicrohttpd memory however many there are.

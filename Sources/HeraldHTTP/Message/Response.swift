@@ -1,5 +1,5 @@
-import HeraldJSON
-import HTTPTypes
+public import HTTPTypes
+public import HeraldJSON
 
 /// An HTTP response: a complete body, or a Server-Sent Events stream.
 public struct Response: Sendable {

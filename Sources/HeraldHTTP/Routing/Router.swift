@@ -1,5 +1,5 @@
+public import HTTPTypes
 import HeraldJSON
-import HTTPTypes
 
 /// Handles one request. Runs on the HTTP server's thread: it must not block.
 public typealias Handler = @Sendable (Request) throws -> Response

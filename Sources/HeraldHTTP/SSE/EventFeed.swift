@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What a feed did when asked for its frames.
 public enum FeedPoll: Sendable {

@@ -221,7 +221,6 @@ public final class StreamEngine: Sendable {
     // MARK: - The engine's thread
 
     private func run(heartbeat: Duration?) {
-        _ = clinux_name_this_thread("herald-streams")
         thread.bindToCurrentThread()
         // As a batch thread the engine, woken while a request is being answered, does not take the core
         // from the request thread (no wake-up preemption); over time the two still share it evenly.

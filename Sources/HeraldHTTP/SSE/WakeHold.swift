@@ -1,4 +1,4 @@
-import HeraldThreads
+public import HeraldThreads
 
 /// One thread's hold on its wake-ups of the stream engine: the writer holds them while it finishes a
 /// batch and answers its clients, the request thread while it answers a request. A wake-up asked for

@@ -1,7 +1,8 @@
 import CLinux
 import CMicroHTTPD
-import HeraldJSON
 import HTTPTypes
+import HeraldJSON
+import Synchronization
 
 // Answering a request: a response queued to libmicrohttpd, or a stream handed to the stream engine.
 // All on the daemon's thread.

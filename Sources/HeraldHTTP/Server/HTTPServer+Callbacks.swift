@@ -2,6 +2,7 @@ import CLinux
 import CMicroHTTPD
 import Foundation
 import HeraldJSON
+import HeraldThreads
 import Logging
 
 // libmicrohttpd's callbacks. They capture nothing: the server comes through `cls` with `Unmanaged`,

@@ -1,8 +1,8 @@
-import HeraldThreads
 import CMicroHTTPD
 import Foundation
 import HeraldJSON
-import Logging
+import HeraldThreads
+public import Logging
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: one epoll thread, keep-alive, bodies read in chunks with a

@@ -1,5 +1,6 @@
-import HeraldHTTP
+import Foundation
 import HTTPTypes
+import HeraldHTTP
 
 /// Cross-origin access for browsers: `Access-Control-Allow-Origin` on every answer, and preflight
 /// `OPTIONS` answered here. With a list of origins (not `*`), an allowed origin is echoed with

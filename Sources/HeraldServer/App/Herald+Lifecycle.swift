@@ -1,4 +1,9 @@
+import HeraldAuth
+import HeraldCore
+import HeraldDomain
 import HeraldHTTP
+import HeraldStore
+import Logging
 
 /// Starting, draining and stopping. `herald serve` calls these on SIGTERM and SIGINT; tests call them.
 extension Herald {

@@ -1,10 +1,11 @@
 import Foundation
+import HTTPTypes
 import HeraldAuth
 import HeraldCore
-import HeraldDomain
+public import HeraldDomain
 import HeraldHTTP
 import HeraldStore
-import Logging
+public import Logging
 
 /// The Herald server, put together: the store, the subjects restored from it, the observer hub that
 /// fans their changes out, and the HTTP routes in front of them. Starting and stopping it is in

@@ -1,7 +1,7 @@
-import Foundation
-import HeraldAuth
-import HeraldHTTP
-import HeraldStore
+public import Foundation
+public import HeraldAuth
+public import HeraldHTTP
+public import HeraldStore
 
 /// How hard the embedded store syncs (`--sync`), named here so the command line needs only HeraldServer.
 public typealias Synchronous = HeraldStore.Synchronous

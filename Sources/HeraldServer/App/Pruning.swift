@@ -1,7 +1,8 @@
-import HeraldThreads
+import Foundation
 import HeraldCore
 import HeraldDomain
 import HeraldStore
+import HeraldThreads
 import Logging
 import Synchronization
 

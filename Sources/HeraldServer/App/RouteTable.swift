@@ -1,6 +1,8 @@
+import HTTPTypes
 import HeraldCore
 import HeraldDomain
 import HeraldHTTP
+import HeraldJSON
 import Logging
 
 /// Every route Herald serves, in one place: the subjects', the streams' and the service's own.

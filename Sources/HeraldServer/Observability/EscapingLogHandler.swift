@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// Wraps the text log handler so that nothing a client sent reaches a terminal as a control sequence:
 /// in the message and in every metadata value, C0 controls, DEL and C1 controls (ESC in a path, for

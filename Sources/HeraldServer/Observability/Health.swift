@@ -1,4 +1,6 @@
+import HTTPTypes
 import HeraldHTTP
+import HeraldJSON
 
 /// `GET /health/live` (the process answers) and `GET /health/ready` (it can take changes and is not
 /// shutting down). An orchestrator restarts a process that is not live, and a balancer sends nothing to

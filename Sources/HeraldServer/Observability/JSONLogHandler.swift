@@ -1,7 +1,7 @@
-import HeraldThreads
-import Foundation
+public import Foundation
 import HeraldJSON
-import Logging
+import HeraldThreads
+public import Logging
 import Synchronization
 
 /// swift-log's handler for `--log-format json`: one JSON object per line on standard error, for log

@@ -1,7 +1,8 @@
-import HeraldThreads
 import Foundation
+import HTTPTypes
 import HeraldHTTP
-import Prometheus
+import HeraldThreads
+public import Prometheus
 import Synchronization
 
 /// Herald's Prometheus metrics, in a registry of its own (swift-prometheus). Counters that happen on a

@@ -1,5 +1,6 @@
 import HeraldHTTP
 import Logging
+import Prometheus
 
 /// What the HTTP server tells goes to the metrics and the log: an access line per request (`info`,
 /// unless turned off), a line when a stream opens and when it closes (with its duration, the events

@@ -1,5 +1,4 @@
 import HeraldThreads
-import CLinux
 import Dispatch
 import Foundation
 import HeraldDomain
@@ -83,7 +82,6 @@ final class Writer: Sendable {
         }) else { return }
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            _ = clinux_name_this_thread("herald-writer")
             self.thread.bindToCurrentThread()
             ready.signal()
             run(prepare: prepare, finish: finish)

@@ -1,7 +1,8 @@
 import Foundation
+import HTTPTypes
 import HeraldAuth
 import HeraldHTTP
-import HTTPTypes
+import HeraldJSON
 
 /// Who may write and who may watch. With no key Herald is open: anyone may do anything, and only
 /// the write rate per address is limited. With a key, a write needs `Authorization: Bearer <jwt>`

@@ -1,7 +1,8 @@
-import HeraldThreads
 import Foundation
 import HeraldDomain
 import HeraldHTTP
+import HeraldJSON
+import HeraldThreads
 import Synchronization
 
 /// Each auction's JSON bytes, encoded once for each state a reader can see (status, bid count and

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTypes
+import HeraldAuth
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON

@@ -1,3 +1,5 @@
+import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldDomain
 import HeraldHTTP

@@ -1,3 +1,4 @@
+import HTTPTypes
 import HeraldHTTP
 import HeraldJSON
 

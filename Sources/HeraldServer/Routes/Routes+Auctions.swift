@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON

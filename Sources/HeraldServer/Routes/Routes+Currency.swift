@@ -1,3 +1,4 @@
+import HTTPTypes
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON

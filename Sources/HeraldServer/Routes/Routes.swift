@@ -1,9 +1,10 @@
 import Foundation
+import HTTPTypes
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
+import HeraldStore
 import Logging
-import HTTPTypes
 
 /// Builds the router; every handler's `DomainError` becomes its problem response here, in one place.
 /// What went wrong underneath is logged here with the request's id, which the problem carries too.

@@ -1,6 +1,6 @@
-import HeraldThreads
-import Foundation
+public import Foundation
 import HeraldJSON
+import HeraldThreads
 import Synchronization
 
 /// Herald's state in a PostgreSQL database (`--store postgres://…`): the same records, auctions, bids

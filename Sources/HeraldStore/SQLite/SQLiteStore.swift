@@ -1,7 +1,7 @@
-import HeraldThreads
 import CSQLite
+public import Foundation
 import HeraldJSON
-import Foundation
+import HeraldThreads
 import Synchronization
 
 /// Herald's embedded store: one SQLite file in WAL mode holding the domain's records and the event
