@@ -28,6 +28,17 @@ public final class OwnerThread: Sendable {
         _ = id.compareExchange(expected: 0, desired: UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .acquiringAndReleasing)
     }
 
+    /// Runs `body` with the calling thread standing in for the owner, which has not started: the one
+    /// thread that sets the owner's state up, with the owner's checks. A debug build stops when the
+    /// owner runs already.
+    public func standIn<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        let me = UInt(bitPattern: Int(bitPattern: pthread_self()))
+        let (bound, _) = id.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
+        assert(bound, "\(name) runs already: nobody stands in for it")
+        defer { if bound { id.store(0, ordering: .releasing) } }
+        return try body()
+    }
+
     /// Whether the caller is the owning thread.
     public var isCurrent: Bool { id.load(ordering: .acquiring) == UInt(bitPattern: Int(bitPattern: pthread_self())) }
 

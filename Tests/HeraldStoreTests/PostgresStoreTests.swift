@@ -167,6 +167,7 @@ struct PostgresStoreTests {
         let (watcher, writer) = (try PostgresStore(url: url), try PostgresStore(url: url))
         let heard = Lock(0)
         let listener = watcher.listen { heard.withLock { $0 += 1 } }
+        listener.start()
         defer { listener.stop() }
         #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
         try writer.commit(event: event(1), records: [], auction: nil, bid: nil)

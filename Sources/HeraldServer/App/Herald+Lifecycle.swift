@@ -17,6 +17,17 @@ extension Herald {
     /// The port `/metrics` is served on alone (`--metrics-port`), once started; nil when it is the public one.
     public var metricsPort: Int? { metricsServer?.port }
 
+    /// The threads and listeners, in the order `start()` starts them; `stop()` stops them in the
+    /// reverse order. The listeners come first, so that the writer, stopping before them, answers
+    /// every change asked for while they still hold its connection (later ones are refused, 503).
+    /// `init` made each part and set the store up on the calling thread, which stood in for the writer.
+    ///
+    /// 1. the HTTP listener (its daemon thread, and the stream engine's thread)
+    /// 2. the `/metrics` listener, with `--metrics-port`
+    /// 3. the writer's thread: changes asked for since 1 wait in its queue until now
+    /// 4. the auctions' countdown timers (armed by changes; stopping cancels them)
+    /// 5. the listener of other replicas' commits, with PostgreSQL
+    /// 6. pruning, with a store
     public func start() throws {
         try server.start()
         if let metricsServer {
@@ -29,6 +40,8 @@ extension Herald {
             logger.info("metrics listening", metadata: ["http.host": "\(configuration.metricsListener?.host ?? "")",
                                                         "http.port": "\(metricsServer.port)"])
         }
+        journal.start()
+        listener?.start()
         pruning?.start()
         logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
         if let key = configuration.tokenKey {
@@ -45,18 +58,17 @@ extension Herald {
         logger.info("draining: /health/ready answers 503")
     }
 
-    /// Stops timers, ends every stream cleanly and stops listening.
+    /// Stops what `start()` started, in the reverse order: ends every stream cleanly, and stops listening last.
     public func stop() {
         beginDraining()
         pruning?.stop()
         listener?.stop()
         auctions.stop()
-        // Every change asked for is answered before the server stops; later ones are refused (503).
         journal.writer.stop()
         let written = journal.writer.statistics
         logger.info("writer stopped", metadata: ["writer.changes": "\(written.changes)", "writer.batches": "\(written.batches)"])
-        server.stop()
         metricsServer?.stop(grace: .zero)
+        server.stop()
         hub.endAll()
         logger.info("herald stopped")
     }

@@ -101,8 +101,11 @@ final class Journal: ChangeSink {
         self.logger = logger
         self.state = ThreadBound(State(sequence: lastSequence), owner: writer.thread)
         declareCollection(UnitStore.collectionTopic, arrayName: "units")
-        writer.start(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() })
+        writer.batches(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() })
     }
+
+    /// Starts the writer's thread. Until then, the thread that sets Herald up stands in for it.
+    func start() { writer.start() }
 
     func publish(_ event: DomainEvent) throws(DomainError) { _ = try post(Self.entry(for: event, at: clock.now)) }
 

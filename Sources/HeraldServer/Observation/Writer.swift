@@ -50,6 +50,21 @@ final class Writer: Sendable {
 
     private let recorder = Lock<BatchRecorder?>(nil)
 
+    /// How each batch begins and ends (the journal's): kept in a struct for the reason `Hooks` is.
+    private struct Steps: Sendable {
+        let prepare: @Sendable () -> DomainError?
+        let finish: @Sendable () -> DomainError?
+    }
+
+    private let steps = Lock(Steps(prepare: { nil }, finish: { nil }))
+
+    /// Sets how each batch begins and ends, before the first change. `prepare` runs before each batch:
+    /// when it returns a refusal, the batch's changes get it without running. `finish` ends each batch:
+    /// it makes the batch durable and publishes it, and returns why it could not, if it could not.
+    func batches(prepare: @escaping @Sendable () -> DomainError?, finish: @escaping @Sendable () -> DomainError?) {
+        steps.withLock { $0 = Steps(prepare: prepare, finish: finish) }
+    }
+
     /// Sets what is told of each finished batch (metrics).
     func recordBatches(_ record: @escaping @Sendable (_ changes: Int, _ finishing: Duration) -> Void) {
         recorder.withLock { $0 = BatchRecorder(record: record) }
@@ -72,10 +87,8 @@ final class Writer: Sendable {
     /// Batches finished and the changes they held.
     var statistics: (changes: Int, batches: Int) { counts.withLock { $0 } }
 
-    /// Starts the thread. `prepare` runs before each batch: when it returns a refusal, the batch's
-    /// changes get it without running. `finish` ends each batch: it makes the batch durable and publishes it, and
-    /// returns why it could not, if it could not.
-    func start(prepare: @escaping @Sendable () -> DomainError? = { nil }, finish: @escaping @Sendable () -> DomainError?) {
+    /// Starts the thread. Changes queued before run in its first batch.
+    func start() {
         guard state.withLock({ state in
             defer { state.started = true }
             return !state.started
@@ -84,7 +97,7 @@ final class Writer: Sendable {
         let thread = Thread { [self] in
             self.thread.bindToCurrentThread()
             ready.signal()
-            run(prepare: prepare, finish: finish)
+            run()
         }
         thread.name = "herald-writer"
         thread.start()
@@ -95,13 +108,7 @@ final class Writer: Sendable {
     /// durable and its events are published; after `stop`, at once, as a refusal.
     func submit<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T,
                              done: @escaping @Sendable (Result<T, DomainError>) -> Void) {
-        let command = Command(run: {
-            let result: Result<T, DomainError>
-            do throws(DomainError) { result = .success(try work()) } catch { result = .failure(error) }
-            return { failure in
-                if let failure, case .success = result { done(.failure(failure)) } else { done(result) }
-            }
-        }, refuse: { done(.failure($0)) })
+        let command = command(work, done: done)
         let accepted = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
             state.queue.append(command)
@@ -114,10 +121,31 @@ final class Writer: Sendable {
         }
     }
 
+    private func command<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T,
+                                      done: @escaping @Sendable (Result<T, DomainError>) -> Void) -> Command {
+        Command(run: {
+            let result: Result<T, DomainError>
+            do throws(DomainError) { result = .success(try work()) } catch { result = .failure(error) }
+            return { failure in
+                if let failure, case .success = result { done(.failure(failure)) } else { done(result) }
+            }
+        }, refuse: { done(.failure($0)) })
+    }
+
     /// Runs `work` on the writer and waits until its batch is finished. On the writer's own thread
-    /// (a change that makes another) it runs at once, in the current batch.
+    /// (a change that makes another) it runs at once, in the current batch. Before `start`, the thread
+    /// that sets Herald up (restoring the store, the examples) stands in for the writer: `work` runs
+    /// on it at once, as a batch of its own.
     func perform<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
         if isCurrentThread { return try work() }
+        if !state.withLock({ $0.started }) {
+            return try thread.standIn { () throws(DomainError) -> T in
+                let outcome = Lock<Result<T, DomainError>?>(nil)
+                runBatch([command(work) { result in outcome.withLock { $0 = result } }])
+                guard let result = outcome.withLock({ $0 }) else { throw DomainError(.failed, "the change was not answered") }
+                return try result.get()
+            }
+        }
         let outcome = Lock<Result<T, DomainError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         submit(work) { result in
@@ -140,7 +168,7 @@ final class Writer: Sendable {
         finished.wait()
     }
 
-    private func run(prepare: @Sendable () -> DomainError?, finish: @Sendable () -> DomainError?) {
+    private func run() {
         while true {
             let (batch, stopped) = state.withLock { state in
                 defer { state.queue = [] }
@@ -151,23 +179,29 @@ final class Writer: Sendable {
                 wake.wait()
                 continue
             }
-            if let refusal = prepare() {
-                for command in batch { command.refuse(refusal) }
-                continue
-            }
-            let answers = batch.map { $0.run() }
-            let hooks = around.withLock { $0 }
-            hooks?.before()
-            let finishing = ContinuousClock.now
-            let failure = finish()
-            recorder.withLock { $0 }?.record(batch.count, finishing.duration(to: .now))
-            counts.withLock {
-                $0.changes += batch.count
-                $0.batches += 1
-            }
-            for answer in answers { answer(failure) }
-            hooks?.after()
+            runBatch(batch)
         }
         finished.signal()
+    }
+
+    /// Runs `batch`'s changes in order, finishes the batch, then answers them.
+    private func runBatch(_ batch: [Command]) {
+        let steps = steps.withLock { $0 }
+        if let refusal = steps.prepare() {
+            for command in batch { command.refuse(refusal) }
+            return
+        }
+        let answers = batch.map { $0.run() }
+        let hooks = around.withLock { $0 }
+        hooks?.before()
+        let finishing = ContinuousClock.now
+        let failure = steps.finish()
+        recorder.withLock { $0 }?.record(batch.count, finishing.duration(to: .now))
+        counts.withLock {
+            $0.changes += batch.count
+            $0.batches += 1
+        }
+        for answer in answers { answer(failure) }
+        hooks?.after()
     }
 }

@@ -3,9 +3,21 @@ import Foundation
 /// The thread that listens for commits (`PostgresStore.listen`).
 public final class PostgresListener: Sendable {
     private let stopped = SharedFlag(false)
+    private let started = SharedFlag(false)
     private let ended = DispatchSemaphore(value: 0)
+    private let url: String, channel: String
+    private let listening: SharedFlag
+    private let heard: @Sendable () -> Void
 
     init(url: String, channel: String, listening: SharedFlag, heard: @escaping @Sendable () -> Void) {
+        (self.url, self.channel, self.listening, self.heard) = (url, channel, listening, heard)
+    }
+
+    /// Starts the thread, which connects, listens, and calls `heard` after each notification and after
+    /// each (re)connection.
+    public func start() {
+        guard !stopped.isSet, !started.raise() else { return }
+        let (url, channel, listening, heard) = (url, channel, listening, heard)
         let thread = Thread { [stopped, ended] in
             var connection: PostgresConnection?
             while !stopped.isSet {
@@ -37,9 +49,9 @@ public final class PostgresListener: Sendable {
 
     deinit { stop() }
 
-    /// Stops listening and waits for the thread to end.
+    /// Stops listening and waits for the thread to end (if it started).
     public func stop() {
-        guard !stopped.raise() else { return }
+        guard !stopped.raise(), started.isSet else { return }
         ended.wait()
     }
 }

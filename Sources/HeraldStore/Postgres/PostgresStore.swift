@@ -22,9 +22,9 @@ public final class PostgresStore: Store {
     private let connection: Lock<State>
     /// Whether the connection was up when last used (readiness reads it without waiting for the writer).
     private let connected = Atomic<Bool>(true)
-    /// Listens for the commits of every replica on a connection and a thread of its own: calls
-    /// `heard` after each notification, and after each (re)connection, when some may have been
-    /// missed. While it cannot connect, readiness says the database is lost.
+    /// A listener for the commits of every replica, on a connection and a thread of its own (from its
+    /// `start()`): it calls `heard` after each notification, and after each (re)connection, when some
+    /// may have been missed. While it cannot connect, readiness says the database is lost.
     public func listen(_ heard: @escaping @Sendable () -> Void) -> PostgresListener {
         PostgresListener(url: url, channel: Self.channel, listening: listening, heard: heard)
     }
