@@ -51,6 +51,7 @@ extension JSONValue {
                 value.write(to: &out)
             }
             out.append(UInt8(ascii: "}"))
+        case .encoded(let bytes): out.append(contentsOf: bytes)
         }
     }
 

@@ -12,9 +12,16 @@ public enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     case object([(String, JSONValue)])
+    /// A value written already, as compact JSON text, which `write(to:)` copies as it is: one value
+    /// rendered once and put in several documents (an auction in a bid's event, its snapshot and its
+    /// answer). Only Herald makes one, from `bytes`; the parser never does. It equals any value that
+    /// writes the same text.
+    case encoded([UInt8])
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
+        case let (.encoded(a), .encoded(b)): a == b
+        case let (.encoded(a), other), let (other, .encoded(a)): a == other.bytes
         case (.null, .null): true
         case let (.bool(a), .bool(b)): a == b
         case let (.int(a), .int(b)): a == b
@@ -53,6 +60,7 @@ public enum JSONValue: Sendable, Equatable {
         case .string: "string"
         case .array: "array"
         case .object: "object"
+        case .encoded(let bytes): (try? JSONValue.parse(bytes))?.typeName ?? "JSON text"
         }
     }
 }

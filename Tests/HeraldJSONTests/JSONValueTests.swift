@@ -7,6 +7,17 @@ import Testing
         #expect(value.serialized == #"{"b":1,"a":[true,null,"x\"y\n"],"c":1.5}"#)
     }
 
+    /// A value written once is copied into each document as it is, and equals what writes the same text.
+    @Test func anEncodedValueIsCopiedAsWritten() throws {
+        let auction: JSONValue = .object([("id", "7"), ("leader", .string("a\"b")), ("price", 12)])  // as parsed: by name
+        let once = JSONValue.encoded(auction.bytes)
+        let event = JSONValue.object([("topic", "auctions/7"), ("auction", once)])
+        #expect(event.serialized == #"{"topic":"auctions/7","auction":{"id":"7","leader":"a\"b","price":12}}"#)
+        #expect(try JSONValue.parse(event.bytes)["auction"] == once)
+        #expect(once == auction && auction == once && once.typeName == "object")
+        #expect(JSONValue.encoded(Array("[1]".utf8)) != auction)
+    }
+
     @Test func escapesControlCharacters() {
         #expect(JSONValue.string("\u{01}\u{2028}").serialized == #""\u0001\u2028""#)
     }

@@ -26,6 +26,33 @@ import Testing
         #expect(try client.get("/auctions/\(id)").text == after.text, "and the connection carries on after a HEAD")
     }
 
+    /// A bid's answer is its event's payload, byte for byte: the auction is written once for the event,
+    /// the subject's value and the answer. A closed auction's `closed` event carries the same auction
+    /// as a `GET` then shows.
+    @Test func aBidAnswersWithTheBytesItsEventCarries() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        let id = try server.auction(countdown: 30)
+        let stream = try server.stream("/auctions/\(id)/events")
+        defer { stream.close() }
+        _ = try stream.next()  // the snapshot
+        for (bidder, amount) in [("ann", 5), ("bob", 6)] {
+            let bid = try client.post("/auctions/\(id)/bids", #"{"bidder":"\#(bidder)","amount":\#(amount)}"#)
+            #expect(bid.status == 201 && bid.header("Content-Type") == "application/json")
+            let event = try stream.next(named: "bid")
+            let prefix = #"{"topic":"auctions/\#(id)","#
+            #expect(event.data.hasPrefix(prefix), "\(event.data)")
+            #expect("{" + event.data.dropFirst(prefix.count) == bid.text, "the answer is the event without its topic")
+            #expect((bid.json["auction"] as? [String: Any])?["leader"] as? String == bidder)
+        }
+        let snapshot = try server.stream("/auctions/\(id)/events")
+        defer { snapshot.close() }
+        let value = try snapshot.next()
+        let auction = try #require(try client.post("/auctions/\(id)/bids", #"{"bidder":"cy","amount":7}"#).json["auction"] as? [String: Any])
+        #expect(value.data.contains(#""leader":"bob""#) && auction["leader"] as? String == "cy")
+    }
+
     @Test func createGetListAndBid() throws {
         let server = try TestHerald()
         defer { server.stop() }

@@ -64,7 +64,8 @@ extension Journal {
             let topic = AuctionHouse.topic(auction.id)
             return Entry(topic: topic, event: nil, values: [(topic, ["auction": auction.json(at: now)])], auction: auction)
         case .bidPlaced(let bid, let auction):
-            let topic = AuctionHouse.topic(auction.id), json = auction.json(at: now)
+            // Written once, and copied into the event, the auction's current value and the bid's answer.
+            let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: "bid", payload: ["bid": bid.json, "auction": json], values: [(topic, ["auction": json])],
                          auction: auction, newBid: bid)
         case .countdownTicked(let auction, let remaining):
@@ -75,7 +76,7 @@ extension Journal {
                 "deadline": Timestamp.json(auction.countdown.deadline),
             ], values: [(topic, ["auction": auction.json(at: now)])], durable: false)
         case .auctionClosed(let auction):
-            let topic = AuctionHouse.topic(auction.id), json = auction.json(at: now)
+            let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: "closed", payload: ["auction": json, "winner": .optional(auction.winner)],
                          values: [(topic, ["auction": json])], auction: auction)
         case .unitSaved(let unit, let created):

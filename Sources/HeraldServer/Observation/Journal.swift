@@ -37,6 +37,9 @@ final class Journal: ChangeSink {
         var publications: [Publication] = []
         var endings: [Ending] = []
         var sequenceBefore: UInt64?
+        /// The last event posted, as published (`{"topic":…,` then its payload's members) with its topic's
+        /// length in bytes: a change whose answer is its event's payload answers with these bytes.
+        var lastEvent: (data: [UInt8], members: Int)?
     }
 
     /// Told whether the batch was durable (a closure kept in a struct: see `Hub.Signal`).
@@ -127,6 +130,17 @@ final class Journal: ChangeSink {
             }
         }
         hub.set(Self.updates(values, members))
+    }
+
+    /// The payload of the event the current change posted last, as JSON text (the event's data without
+    /// its topic), taken: a bid answers with the bytes its event was published with, written once.
+    func takePostedPayload() -> [UInt8]? {
+        state.withValue { state in
+            defer { state.batch.lastEvent = nil }
+            guard let (data, members) = state.batch.lastEvent else { return nil }
+            guard members < data.count else { return Array("{}".utf8) }
+            return [UInt8(ascii: "{")] + data[members...]
+        }
     }
 
     func perform(_ work: @escaping @Sendable () -> Void) {
@@ -300,7 +314,8 @@ final class Journal: ChangeSink {
             return nil
         }
         let id = last + 1
-        let data = change.event.map { _ in Self.data(topic: change.topic, payload: change.payload) }
+        let event = change.event.map { _ in Self.event(topic: change.topic, payload: change.payload) }
+        let data = event?.data
         if let store {
             if !opened {
                 // The batch's first stored change opens its one transaction.
@@ -327,7 +342,10 @@ final class Journal: ChangeSink {
             emit(.values(updates))
             return nil
         }
-        state.withValue { $0.sequence = id }
+        state.withValue {
+            $0.sequence = id
+            $0.batch.lastEvent = event
+        }
         emit(.event(id: id, durable: true, topic: change.topic, name: name, tags: change.tags, updates: updates, data: data))
         return id
     }
@@ -383,9 +401,20 @@ final class Journal: ChangeSink {
     }
 
     /// `{"topic": …, …payload}`.
-    static func data(topic: String, payload: JSONValue) -> [UInt8] {
+    static func data(topic: String, payload: JSONValue) -> [UInt8] { event(topic: topic, payload: payload).data }
+
+    /// `{"topic": …, …payload}`, and where the payload's members start in it (past the topic's comma).
+    static func event(topic: String, payload: JSONValue) -> (data: [UInt8], members: Int) {
         let members: [(String, JSONValue)]
         if case .object(let payloadMembers) = payload { members = payloadMembers } else { members = [("value", payload)] }
-        return JSONValue.object([("topic", .string(topic))] + members).bytes
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        JSONValue.object([("topic", .string(topic))]).write(to: &out)
+        out.removeLast()  // its `}`
+        let start = out.count + 1
+        JSONValue.object(members).write(to: &out)
+        out[start - 1] = UInt8(ascii: members.isEmpty ? "}" : ",")
+        if members.isEmpty { out.removeLast() }
+        return (out, start)
     }
 }

@@ -43,15 +43,18 @@ extension Routes {
             }
             return .json(try auctions.bid(number, on: id).json)
         }
-        let replicated = replicated
+        let (replicated, journal) = (replicated, journal)
         write(.post, "/auctions/{id}/bids", topic: "auctions/{id}") { request, caller in
             let id = request.parameter("id")
             guard replicated || auctions.exists(id) else { throw DomainError.notFound("auction", id) }
             let bid = try NewBid(json: try request.json(), as: caller)
             return { () throws(DomainError) in
                 let result = try auctions.bid(on: id, bid)
-                return .json(["bid": result.bid.json, "auction": result.auction.json(at: auctions.now)], status: .created,
-                             headers: [.location: "/auctions/\(id)/bids/\(result.bid.id)"])
+                // The answer is the bid's event without its topic: the bytes it was published with.
+                let body = journal.takePostedPayload()
+                    ?? JSONValue.object([("bid", result.bid.json), ("auction", result.auction.json(at: auctions.now))]).bytes
+                return Response(status: .created, headers: Response.jsonHeaders + [.location: "/auctions/\(id)/bids/\(result.bid.id)"],
+                                body: .bytes(body))
             }
         }
         add(.get, "/auctions/{id}/events") { request in

@@ -14,7 +14,7 @@ struct Routes {
 
     private(set) var router: Router
     private let logger: Logger
-    private let journal: Journal
+    let journal: Journal
     let access: Access
     /// Other replicas write the store too: a change may name what this one has not caught up with
     /// yet, so whether it exists is decided on the writer (after catching up), not before.
