@@ -15,7 +15,7 @@ public final class Event: Sendable {
     /// The subject the event belongs to, such as `auctions/7`.
     public let topic: String
     /// The event's name, such as `bid` or `snapshot`.
-    public let name: String
+    public let name: EventName
     /// The JSON payload, UTF-8.
     public let data: [UInt8]
     /// Labels an observer's filter may look at (changed field names, the posting object).
@@ -23,15 +23,11 @@ public final class Event: Sendable {
     /// The event as observers receive it, encoded once by the hub's encoder and shared by all of them.
     public let frame: [UInt8]
 
-    /// The name of a position marker: it carries only its id (the sequence when a stream started),
-    /// encoded as an SSE block that sets the client's last event id without dispatching an event.
-    public static let position = ""
-
     /// Encodes an event for the wire (id, name, data), once per event.
     /// The id is nil for a transient event.
-    public typealias Encoder = @Sendable (_ id: UInt64?, _ name: String, _ data: [UInt8]) -> [UInt8]
+    public typealias Encoder = @Sendable (_ id: UInt64?, _ name: EventName, _ data: [UInt8]) -> [UInt8]
 
-    public init(id: UInt64, order: UInt64? = nil, durable: Bool = true, topic: String, name: String, data: [UInt8],
+    public init(id: UInt64, order: UInt64? = nil, durable: Bool = true, topic: String, name: EventName, data: [UInt8],
                 tags: [String] = [], encoder: Encoder? = nil) {
         self.id = id
         self.order = order ?? id

@@ -227,7 +227,7 @@ public final class Hub: Sendable {
     /// calls the signal, once for each batch of events waiting, and whoever owns delivery calls `deliver()`.
     @discardableResult
     public func publish(
-        id: UInt64? = nil, durable: Bool = true, topic: String, name: String, tags: [String] = [], updates: [Update] = [],
+        id: UInt64? = nil, durable: Bool = true, topic: String, name: EventName, tags: [String] = [], updates: [Update] = [],
         data: [UInt8]
     ) -> Event {
         let (event, firstWaiting) = state.withLock { state -> (Event, Bool) in
@@ -347,7 +347,7 @@ public final class Hub: Sendable {
             if initial.isEmpty, case .now = resume {
                 // Nothing to send yet: the stream still starts at a position, so a client that reconnects
                 // before the first event sends a Last-Event-ID and misses nothing.
-                initial.append(Event(id: state.sequence, order: state.order, topic: topics.first ?? "", name: Event.position, data: [],
+                initial.append(Event(id: state.sequence, order: state.order, topic: topics.first ?? "", name: .position, data: [],
                                      encoder: encoder))
             }
             // Everything published so far is in `initial` or not for this observer: an event still waiting
@@ -453,7 +453,7 @@ public final class Hub: Sendable {
                 events.append(Event(id: state.sequence, order: state.order, topic: topic, name: "resync", data: data, encoder: encoder))
             }
             if let value = state.subjects[topic]?.currentValue() {
-                events.append(Event(id: state.sequence, order: state.order, topic: topic, name: "snapshot", data: value, encoder: encoder))
+                events.append(Event(id: state.sequence, order: state.order, topic: topic, name: .snapshot, data: value, encoder: encoder))
             }
         }
         return events

@@ -2,7 +2,7 @@ public import Foundation
 
 extension Auction {
     /// An auction as it was stored: its fields, its bids in order, and its countdown's deadline.
-    public init(id: String, item: String, startingPrice: Int64, createdAt: Date, status: Status, countdownSeconds: Int,
+    public init(id: AuctionID, item: String, startingPrice: Int64, createdAt: Date, status: Status, countdownSeconds: Int,
                 deadline: Date?, winner: String?, closedAt: Date?, bids: [Bid]) {
         self.init(id: id, item: item, countdownSeconds: countdownSeconds, startingPrice: startingPrice, createdAt: createdAt)
         self.status = status
@@ -15,6 +15,6 @@ extension Auction {
 
 extension Bid {
     public init(number: Int, bidder: String, amount: Int64, at: Date) {
-        self.init(id: String(number), bidder: bidder, amount: amount, at: at)
+        self.init(number: BidNumber(number), bidder: bidder, amount: amount, at: at)
     }
 }

@@ -2,7 +2,7 @@ public import Foundation
 
 /// One accepted bid.
 public struct Bid: Sendable, Equatable {
-    public let id: String
+    public let number: BidNumber
     public let bidder: String
     public let amount: Int64
     public let at: Date
@@ -12,7 +12,7 @@ public struct Bid: Sendable, Equatable {
 public struct Auction: Sendable {
     public enum Status: String, Sendable { case open, closed }
 
-    public let id: String
+    public let id: AuctionID
     public let item: String
     public let startingPrice: Int64
     public let createdAt: Date
@@ -22,7 +22,7 @@ public struct Auction: Sendable {
     public internal(set) var closedAt: Date?
     public var countdown: Countdown
 
-    public init(id: String, item: String, countdownSeconds: Int, startingPrice: Int64, createdAt: Date) {
+    public init(id: AuctionID, item: String, countdownSeconds: Int, startingPrice: Int64, createdAt: Date) {
         self.id = id
         self.item = item
         self.startingPrice = startingPrice
@@ -47,7 +47,7 @@ public struct Auction: Sendable {
             throw DomainError(.conflict, "a bid of \(amount) is too low: it must be \(rule)",
                               auction: AuctionConflict(price: price, minimumBid: minimumBid, closed: false, winner: nil))
         }
-        let bid = Bid(id: String(bids.count + 1), bidder: bidder, amount: amount, at: now)
+        let bid = Bid(number: BidNumber(bids.count + 1), bidder: bidder, amount: amount, at: now)
         bids.append(bid)
         return bid
     }

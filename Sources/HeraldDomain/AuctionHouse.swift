@@ -22,15 +22,15 @@ public final class AuctionHouse: Sendable {
 
     private struct State {
         /// What the store holds: what readers see.
-        var entries: [String: Entry] = [:]
-        var order: [String] = []
+        var entries: [AuctionID: Entry] = [:]
+        var order: [AuctionID] = []
         var nextId = 1
         var stopped = false
         /// The writer's batch, until it is durable: its auctions, and the next id after those it opened.
-        var staged = Staged<String, StagedAuction>()
+        var staged = Staged<AuctionID, StagedAuction>()
 
         /// The auction as the change being made sees it.
-        func current(_ id: String) -> Auction? {
+        func current(_ id: AuctionID) -> Auction? {
             if let staged = staged.values[id] { return staged?.auction }
             return entries[id]?.auction
         }
@@ -45,7 +45,7 @@ public final class AuctionHouse: Sendable {
         self.sink = sink
     }
 
-    public static func topic(_ id: String) -> String { "auctions/\(id)" }
+    public static func topic(_ id: AuctionID) -> String { "auctions/\(id)" }
 
     /// Restores stored auctions: running countdowns continue with the time really left, and one whose
     /// deadline passed while Herald was down closes now, publishing `closed` once.
@@ -63,12 +63,11 @@ public final class AuctionHouse: Sendable {
             for auction in auctions {
                 state.entries[auction.id]?.timer?.cancel()
                 if state.entries[auction.id] == nil {
-                    let key = { (id: String) in (Int(id) ?? 0, id) }
-                    let position = state.order.firstIndex { key($0) > key(auction.id) } ?? state.order.endIndex
+                    let position = state.order.firstIndex { $0 > auction.id } ?? state.order.endIndex
                     state.order.insert(auction.id, at: position)
                 }
                 state.entries[auction.id] = Entry(auction: auction)
-                state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
+                state.nextId = max(state.nextId, auction.id.number + 1)
             }
             sink.seed(auctions.map { .auction($0) })
             try resumeCountdowns(of: auctions.map(\.id), in: &state)
@@ -77,7 +76,7 @@ public final class AuctionHouse: Sendable {
 
     /// Restored or merged auctions: each running countdown goes on with the time really left, and
     /// one whose deadline has passed closes now, publishing `closed` once.
-    private func resumeCountdowns(of ids: [String], in state: inout State) throws(DomainError) {
+    private func resumeCountdowns(of ids: [AuctionID], in state: inout State) throws(DomainError) {
         let now = clock.now
         for id in ids {
             guard var entry = state.entries[id], entry.auction.status == .open, entry.auction.countdown.isRunning else { continue }
@@ -98,17 +97,17 @@ public final class AuctionHouse: Sendable {
         state.entries = [:]
         state.order = []
         state.nextId = 1
-        for auction in auctions.sorted(by: { (Int($0.id) ?? 0, $0.id) < (Int($1.id) ?? 0, $1.id) }) {
+        for auction in auctions.sorted(by: { $0.id < $1.id }) {
             state.entries[auction.id] = Entry(auction: auction)
             state.order.append(auction.id)
-            state.nextId = max(state.nextId, (Int(auction.id) ?? 0) + 1)
+            state.nextId = max(state.nextId, auction.id.number + 1)
         }
         sink.seed(auctions.map { .auction($0) })
     }
 
     public func create(_ request: NewAuction) throws(DomainError) -> Auction {
         let number = state.withLock { $0.staged.next ?? $0.nextId }
-        let auction = Auction(id: String(number), item: request.item, countdownSeconds: request.countdownSeconds,
+        let auction = Auction(id: AuctionID(number), item: request.item, countdownSeconds: request.countdownSeconds,
                               startingPrice: request.startingPrice, createdAt: clock.now)
         try sink.publish(.auctionOpened(auction))
         stage(auction, action: .ignore, next: number + 1)
@@ -122,22 +121,22 @@ public final class AuctionHouse: Sendable {
     public func auctions(status: Auction.Status? = nil, after: Int = 0) -> [Auction] {
         state.withLock { state in
             state.order.compactMap { id in
-                guard (Int(id) ?? 0) > after, let auction = state.entries[id]?.auction,
+                guard id.number > after, let auction = state.entries[id]?.auction,
                       status == nil || auction.status == status else { return nil }
                 return auction
             }
         }
     }
 
-    public func get(_ id: String) throws(DomainError) -> Auction {
+    public func get(_ id: AuctionID) throws(DomainError) -> Auction {
         guard let auction = state.withLock({ $0.entries[id]?.auction }) else { throw .notFound("auction", id) }
         return auction
     }
 
-    public func exists(_ id: String) -> Bool { state.withLock { $0.entries[id] != nil } }
+    public func exists(_ id: AuctionID) -> Bool { state.withLock { $0.entries[id] != nil } }
 
     /// The auction's bids numbered above `after`, in order (a slice: nothing is copied).
-    public func bids(on id: String, after: Int = 0) throws(DomainError) -> Slice<BidList> {
+    public func bids(on id: AuctionID, after: Int = 0) throws(DomainError) -> Slice<BidList> {
         try state.withLock { state throws(DomainError) in
             guard let bids = state.entries[id]?.auction.bids else { throw .notFound("auction", id) }
             // Bid n is at index n - 1.
@@ -146,16 +145,16 @@ public final class AuctionHouse: Sendable {
     }
 
     /// Bid `number` of the auction.
-    public func bid(_ number: Int, on id: String) throws(DomainError) -> Bid {
+    public func bid(_ number: BidNumber, on id: AuctionID) throws(DomainError) -> Bid {
         try state.withLock { state throws(DomainError) in
             guard let bids = state.entries[id]?.auction.bids else { throw .notFound("auction", id) }
-            guard number >= 1, number <= bids.count else { throw .notFound("bid", String(number)) }
-            return bids[number - 1]
+            guard number.value >= 1, number.value <= bids.count else { throw .notFound("bid", number.description) }
+            return bids[number.value - 1]
         }
     }
 
     /// Places a bid and restarts the countdown. Returns the bid and the auction after it.
-    public func bid(on id: String, _ request: NewBid) throws(DomainError) -> (bid: Bid, auction: Auction) {
+    public func bid(on id: AuctionID, _ request: NewBid) throws(DomainError) -> (bid: Bid, auction: Auction) {
         guard var auction = state.withLock({ $0.current(id) }) else { throw .notFound("auction", id) }
         let now = clock.now
         let bid = try auction.place(bidder: request.bidder, amount: request.amount, at: now)
@@ -179,7 +178,7 @@ public final class AuctionHouse: Sendable {
         }
     }
 
-    private func schedule(_ action: Countdown.Action, for id: String) -> (any TimerHandle)? {
+    private func schedule(_ action: Countdown.Action, for id: AuctionID) -> (any TimerHandle)? {
         let (at, generation): (Date, UInt64)
         switch action {
         case .schedule(let date, let gen), .tick(_, let date, let gen): (at, generation) = (date, gen)
@@ -189,11 +188,11 @@ public final class AuctionHouse: Sendable {
     }
 
     /// A timer fired: the firing runs where every change runs, in order with them.
-    private func fireWhereChangesAreMade(_ id: String, generation: UInt64) {
+    private func fireWhereChangesAreMade(_ id: AuctionID, generation: UInt64) {
         sink.perform { [self] in fire(id, generation: generation) }
     }
 
-    private func fire(_ id: String, generation: UInt64) {
+    private func fire(_ id: AuctionID, generation: UInt64) {
         guard var auction = state.withLock({ $0.stopped ? nil : $0.current(id) }) else { return }
         let now = clock.now
         let action = auction.countdown.fire(generation: generation, at: now)
@@ -217,7 +216,7 @@ public final class AuctionHouse: Sendable {
     }
 
     /// A timer that fires for `generation` again a second after `now`.
-    private func retry(_ id: String, generation: UInt64, at now: Date) -> any TimerHandle {
+    private func retry(_ id: AuctionID, generation: UInt64, at now: Date) -> any TimerHandle {
         clock.schedule(at: now.addingTimeInterval(1)) { [weak self] in self?.fireWhereChangesAreMade(id, generation: generation) }
     }
 

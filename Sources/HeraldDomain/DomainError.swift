@@ -44,7 +44,7 @@ public struct DomainError: Error, Sendable, Equatable {
         lhs.kind == rhs.kind && lhs.message == rhs.message && lhs.fields == rhs.fields
     }
 
-    public static func notFound(_ what: String, _ id: String) -> DomainError {
+    public static func notFound(_ what: String, _ id: some CustomStringConvertible) -> DomainError {
         DomainError(.notFound, "no \(what) with id '\(id)'")
     }
 }

@@ -12,7 +12,7 @@ import Testing
 
     /// The events a subscription has queued, without the position marker a stream starts with.
     func drain(_ subscription: Subscription) -> [Event] {
-        if case .events(let events) = subscription.poll() { return events.filter { $0.name != Event.position } }
+        if case .events(let events) = subscription.poll() { return events.filter { $0.name != EventName.position } }
         return []
     }
 
@@ -217,7 +217,7 @@ import Synchronization
         hub.publish(topic: "notifications/a", name: "notification", data: bytes("x"))
         let subscription = hub.subscribe(to: ["notifications/door"], resume: .now(snapshot: true))
         guard case .events(let events) = subscription.poll() else { Issue.record("no position"); return }
-        #expect(events.map(\.name) == [Event.position])
+        #expect(events.map(\.name) == [EventName.position])
         #expect(events.first?.id == 1, "the position is the sequence when the stream began")
         let replaying = hub.subscribe(to: ["notifications/door"], resume: .after(1))
         guard case .idle = replaying.poll() else { Issue.record("a replay with nothing missed needs no position"); return }

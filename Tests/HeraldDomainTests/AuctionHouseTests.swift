@@ -68,6 +68,6 @@ import Testing
             #expect(error.message.contains("closed"))
         }
         #expect(try house.get(id).winner == "bob")
-        #expect(throws: DomainError.notFound("auction", "99")) { try house.bid(on: "99", NewBid(bidder: "x", amount: 1)) }
+        #expect(throws: DomainError.notFound("auction", "99")) { try house.bid(on: AuctionID(99), NewBid(bidder: "x", amount: 1)) }
     }
 }

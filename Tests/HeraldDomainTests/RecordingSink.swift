@@ -27,7 +27,7 @@ final class RecordingSink: ChangeSink {
 
     /// The newest value of each auction the events carried, in id order: what a store would hold.
     var auctions: [Auction] {
-        var latest: [String: Auction] = [:]
+        var latest: [AuctionID: Auction] = [:]
         for event in all { if let auction = event.auction { latest[auction.id] = auction } }
         return latest.keys.sorted().compactMap { latest[$0] }
     }

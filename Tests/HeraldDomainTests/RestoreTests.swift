@@ -19,7 +19,7 @@ import Testing
         try restored.restore(auctions(sink))
         #expect(try view(restored.get(id), at: clock.now) == view(house.get(id), at: clock.now))
         #expect(try Array(restored.bids(on: id)) == Array(house.bids(on: id)))
-        #expect(try restored.create(NewAuction(item: "next")).id == "2", "ids continue")
+        #expect(try restored.create(NewAuction(item: "next")).id == AuctionID(2), "ids continue")
     }
 
     @Test func aRunningCountdownResumesWithTheTimeReallyLeft() throws {
@@ -115,7 +115,7 @@ import Testing
         #expect(units.units().isEmpty)
         // The refused bid left nothing behind in the bids the auction's values share.
         sink.failing = false
-        #expect(try house.bid(on: id, NewBid(bidder: "bob", amount: 2)).bid.id == "1")
+        #expect(try house.bid(on: id, NewBid(bidder: "bob", amount: 2)).bid.number == BidNumber(1))
         #expect(try house.bids(on: id).map(\.bidder) == ["bob"])
     }
 }

@@ -40,9 +40,9 @@ public final class Herald: Sendable {
         self.configuration = configuration
         self.logger = logger
         let hub = Hub(historyLimit: configuration.history, historyByteLimit: configuration.historyBytes) { id, name, data in
-            name == Event.position
+            name == .position
                 ? SSEEncoder.position(id: String(id ?? 0))
-                : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name, data: data))
+                : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name.text, data: data))
         }
         let store: (any Store)? = if let url = configuration.postgresURL {
             try PostgresStore(url: url)
@@ -57,7 +57,7 @@ public final class Herald: Sendable {
                 "store.location": "\(store.location)", "store.sequence": "\(stored.lastSequence)", "store.events": "\(stored.events.count)",
             ])
         }
-        hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: $0.name, data: $0.data, tags: $0.tags) },
+        hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: EventName($0.name), data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
         let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
         let subjects = Subjects(clock: clock, sink: journal)

@@ -41,15 +41,13 @@ enum RouteTable {
     /// Whether a stream's topic names something: a subject that exists, one that does not (404), or no
     /// topic Herald has (400).
     static func status(of topic: String, in subjects: Subjects) -> EventRoutes.TopicStatus {
-        let parts = topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         let known: Bool
-        switch (parts.first, parts.count) {
-        case ("currency", 1), ("units", 1): return .exists
-        case ("auctions", 2) where !parts[1].isEmpty: known = subjects.auctions.exists(parts[1])
-        case ("trips", 2) where !parts[1].isEmpty: known = subjects.trips.exists(parts[1])
-        case ("units", 2) where HeraldDomain.Unit.isValidId(parts[1]): known = subjects.units.exists(parts[1])
-        case ("notifications", 2) where NotificationPost.isValidName(parts[1]): return .exists
-        default: return .malformed
+        switch Topic(topic) {
+        case .currency, .units, .notification: return .exists
+        case .auction(let id): known = AuctionID(id).map(subjects.auctions.exists) ?? false
+        case .trip(let id): known = subjects.trips.exists(id)
+        case .unit(let id): known = subjects.units.exists(id)
+        case nil: return .malformed
         }
         return known ? .exists : .unknown
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldDomain
 import HeraldJSON
 
@@ -26,6 +27,18 @@ struct Member: Sendable {
     let value: JSONValue?
 }
 
+extension EventName {
+    static let bid: EventName = "bid"
+    /// A countdown's second: news of the moment, never stored.
+    static let tick: EventName = "tick"
+    static let closed: EventName = "closed"
+    static let unit: EventName = "unit"
+    static let removed: EventName = "removed"
+    static let currency: EventName = "currency"
+    static let trip: EventName = "trip"
+    static let notification: EventName = "notification"
+}
+
 extension Journal {
     /// Record kinds in the store.
     enum RecordKind {
@@ -40,7 +53,7 @@ extension Journal {
         /// The subject the change belongs to, such as `auctions/7`.
         let topic: String
         /// The event's name, such as `bid`; nil for a change observers are not told of (a new auction).
-        let event: String?
+        let event: EventName?
         /// The event's payload (without its topic).
         var payload: JSONValue = [:]
         /// Labels an observer's filter may use (changed field names, posting object).
@@ -66,31 +79,31 @@ extension Journal {
         case .bidPlaced(let bid, let auction):
             // Written once, and copied into the event, the auction's current value and the bid's answer.
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
-            return Entry(topic: topic, event: "bid", payload: ["bid": bid.json, "auction": json], values: [(topic, ["auction": json])],
+            return Entry(topic: topic, event: .bid, payload: ["bid": bid.json, "auction": json], values: [(topic, ["auction": json])],
                          auction: auction, newBid: bid)
         case .countdownTicked(let auction, let remaining):
             let topic = AuctionHouse.topic(auction.id)
-            return Entry(topic: topic, event: "tick", payload: [
-                "auctionId": .string(auction.id), "remainingSeconds": .integer(remaining),
+            return Entry(topic: topic, event: .tick, payload: [
+                "auctionId": .string(auction.id.description), "remainingSeconds": .integer(remaining),
                 "price": .int(auction.price), "leader": .optional(auction.leader),
                 "deadline": Timestamp.json(auction.countdown.deadline),
             ], values: [(topic, ["auction": auction.json(at: now)])], durable: false)
         case .auctionClosed(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
-            return Entry(topic: topic, event: "closed", payload: ["auction": json, "winner": .optional(auction.winner)],
+            return Entry(topic: topic, event: .closed, payload: ["auction": json, "winner": .optional(auction.winner)],
                          values: [(topic, ["auction": json])], auction: auction)
         case .unitSaved(let unit, let created):
             let topic = UnitStore.topic(unit.id), json = unit.json
-            return Entry(topic: topic, event: "unit", payload: ["unit": json, "created": .bool(created)], values: [(topic, ["unit": json])],
+            return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(created)], values: [(topic, ["unit": json])],
                          members: [Member(collection: UnitStore.collectionTopic, key: unit.id, value: json)],
                          records: [Record(kind: RecordKind.unit, id: unit.id, document: unit.document)])
         case .unitRemoved(let id):
             let topic = UnitStore.topic(id)
-            return Entry(topic: topic, event: "removed", payload: ["id": .string(id)], values: [(topic, nil)],
+            return Entry(topic: topic, event: .removed, payload: ["id": .string(id)], values: [(topic, nil)],
                          members: [Member(collection: UnitStore.collectionTopic, key: id, value: nil)],
                          records: [Record(kind: RecordKind.unit, id: id, document: nil)])
         case .currencyChanged(let currency, let previous):
-            return Entry(topic: CurrencySetting.topic, event: "currency",
+            return Entry(topic: CurrencySetting.topic, event: .currency,
                          payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
                          values: [(CurrencySetting.topic, currency.json)],
                          records: [Record(kind: RecordKind.currency, id: "default", document: ["default": .string(currency.rawValue)])])
@@ -100,7 +113,7 @@ extension Journal {
                          records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
         case .tripMoved(let trip, let changed):
             let topic = TripBoard.topic(trip.id), json = trip.json(locale: Trip.eventLocale)
-            return Entry(topic: topic, event: "trip", payload: ["trip": json, "changed": .array(changed.map { .string($0.rawValue) })],
+            return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": .array(changed.map { .string($0.rawValue) })],
                          tags: changed.map(\.rawValue), values: [(topic, ["trip": json])],
                          records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
         }

@@ -26,7 +26,7 @@ final class Journal: ChangeSink {
     private let clock: any DomainClock
     /// What the current batch will publish, in order, once it is durable.
     private enum Publication {
-        case event(id: UInt64, durable: Bool, topic: String, name: String, tags: [String], updates: [Hub.Update], data: [UInt8])
+        case event(id: UInt64, durable: Bool, topic: String, name: EventName, tags: [String], updates: [Hub.Update], data: [UInt8])
         case values([Hub.Update])
     }
 
@@ -230,7 +230,7 @@ final class Journal: ChangeSink {
                 return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
             }
             for event in missed {
-                apply(.event(id: event.id, durable: true, topic: event.topic, name: event.name, tags: event.tags, updates: [], data: event.data))
+                apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags, updates: [], data: event.data))
             }
             return nil
         } catch {
@@ -293,7 +293,7 @@ final class Journal: ChangeSink {
         switch publication {
         case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
             hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
-            state.withValue { $0.published }?.count(name)
+            state.withValue { $0.published }?.count(name.text)
         case .values(let updates):
             hub.set(updates)
         }
@@ -327,7 +327,7 @@ final class Journal: ChangeSink {
                 state.withValue { $0.batch.sequenceBefore = last }
             }
             let event = change.event.map {
-                StoredEvent(id: id, topic: change.topic, name: $0, data: data ?? [], tags: change.tags, at: clock.now)
+                StoredEvent(id: id, topic: change.topic, name: $0.text, data: data ?? [], tags: change.tags, at: clock.now)
             }
             let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
             do throws(StoreError) {
@@ -377,25 +377,26 @@ final class Journal: ChangeSink {
 
     /// An auction's fields as the store keeps them.
     static func stored(_ auction: Auction) -> StoredAuction {
-        StoredAuction(id: auction.id, item: auction.item, startingPrice: auction.startingPrice,
+        StoredAuction(id: auction.id.description, item: auction.item, startingPrice: auction.startingPrice,
                       createdAt: Timestamp.format(auction.createdAt), status: auction.status.rawValue,
                       countdownSeconds: auction.countdown.seconds, deadline: auction.countdown.deadline.map(Timestamp.format),
                       winner: auction.winner, closedAt: auction.closedAt.map(Timestamp.format))
     }
 
     static func stored(_ bid: Bid) -> StoredBid {
-        StoredBid(number: Int(bid.id) ?? 0, bidder: bid.bidder, amount: bid.amount, at: Timestamp.format(bid.at))
+        StoredBid(number: bid.number.value, bidder: bid.bidder, amount: bid.amount, at: Timestamp.format(bid.at))
     }
 
     /// An auction as it was stored; nil when a field does not read.
     static func auction(_ stored: StoredAuction) -> Auction? {
-        guard let createdAt = Timestamp.parse(stored.createdAt), let status = Auction.Status(rawValue: stored.status) else { return nil }
+        guard let id = AuctionID(stored.id), let createdAt = Timestamp.parse(stored.createdAt),
+              let status = Auction.Status(rawValue: stored.status) else { return nil }
         var bids: [Bid] = []
         for bid in stored.bids {
             guard let at = Timestamp.parse(bid.at) else { return nil }
             bids.append(Bid(number: bid.number, bidder: bid.bidder, amount: bid.amount, at: at))
         }
-        return Auction(id: stored.id, item: stored.item, startingPrice: stored.startingPrice, createdAt: createdAt, status: status,
+        return Auction(id: id, item: stored.item, startingPrice: stored.startingPrice, createdAt: createdAt, status: status,
                        countdownSeconds: stored.countdownSeconds, deadline: stored.deadline.flatMap(Timestamp.parse),
                        winner: stored.winner, closedAt: stored.closedAt.flatMap(Timestamp.parse), bids: bids)
     }

@@ -14,7 +14,7 @@ extension Timestamp {
 
 extension Bid {
     var json: JSONValue {
-        ["id": .string(id), "bidder": .string(bidder), "amount": .int(amount), "at": Timestamp.json(at)]
+        ["id": .string(number.description), "bidder": .string(bidder), "amount": .int(amount), "at": Timestamp.json(at)]
     }
 }
 
@@ -22,7 +22,7 @@ extension Auction {
     /// The auction as seen at `now` (its seconds left).
     func json(at now: Date) -> JSONValue {
         [
-            "id": .string(id), "item": .string(item), "status": .string(status.rawValue),
+            "id": .string(id.description), "item": .string(item), "status": .string(status.rawValue),
             "price": .int(price), "startingPrice": .int(startingPrice), "leader": .optional(leader),
             "bidCount": .integer(bids.count), "countdownSeconds": .integer(countdown.seconds),
             "remainingSeconds": .optional(countdown.remaining(at: now)), "deadline": Timestamp.json(countdown.deadline),

@@ -23,7 +23,7 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
         var taken = 0
         let poll = subscription.drain { event in
-            if event.name != Event.position { taken += 1 }
+            if event.name != .position { taken += 1 }
             if let localizer, let frame = localizer.frame(for: event) { out.append(contentsOf: frame) } else { out.append(contentsOf: event.frame) }
             return out.count < limit
         }

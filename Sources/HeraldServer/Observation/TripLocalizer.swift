@@ -12,12 +12,12 @@ struct TripLocalizer: Sendable {
 
     /// The frame for `event` in this locale, or nil to send the shared one.
     func frame(for event: Event) -> [UInt8]? {
-        guard event.topic.hasPrefix("trips/"), event.name == "snapshot" || event.name == "trip",
+        guard case .trip = Topic(event.topic), event.name == .snapshot || event.name == .trip,
               case .object(let members)? = try? JSONValue.parse(event.data),
               let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Trip(document: $0.1) })
         else { return nil }
         let localized = JSONValue.object(members.map { $0.0 == "trip" ? ("trip", trip.json(locale: locale)) : $0 })
-        return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name, data: localized.bytes))
+        return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name.text, data: localized.bytes))
     }
 
 }

@@ -16,7 +16,7 @@ final class AuctionEncodings: Sendable {
         let bytes: [UInt8]
     }
 
-    private let encodings = Lock<[String: Encoding]>([:])
+    private let encodings = Lock<[AuctionID: Encoding]>([:])
 
     func bytes(of auction: Auction, at now: Date) -> [UInt8] {
         let remaining = auction.countdown.remaining(at: now)

@@ -40,7 +40,7 @@ struct EventRoutes: Sendable {
                                          filter: try filter(request))
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         let locale = request.locale
-        let localized = topics.contains { $0.hasPrefix("trips/") } && locale.identifier != Trip.eventLocale.identifier
+        let localized = topics.contains { if case .trip = Topic($0) { true } else { false } } && locale.identifier != Trip.eventLocale.identifier
         return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil, expires: expires))
     }
 
@@ -80,8 +80,8 @@ struct EventRoutes: Sendable {
         let object = request.query("object").map { "object:\($0)" }
         guard !fields.isEmpty || object != nil else { return nil }
         return { event in
-            if event.name == "trip", !fields.isEmpty { return event.tags.contains(where: fields.contains) }
-            if event.name == "notification", let object { return event.tags.contains(object) }
+            if event.name == .trip, !fields.isEmpty { return event.tags.contains(where: fields.contains) }
+            if event.name == .notification, let object { return event.tags.contains(object) }
             return true
         }
     }

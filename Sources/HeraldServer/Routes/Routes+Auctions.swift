@@ -24,28 +24,30 @@ extension Routes {
             let page = paging.page(auctions.auctions(status: status ?? nil, after: try paging.numericAfter()))
             let now = auctions.now
             return paging.response("auctions", page.entries.map { $0.json(at: now) }, more: page.more,
-                                   lastKey: page.entries.last?.id, request: request)
+                                   lastKey: page.entries.last?.id.description, request: request)
         }
         add(.get, "/auctions/{id}") { request in
-            let auction = try auctions.get(request.parameter("id"))
+            let auction = try auctions.get(try request.auctionID())
             return Response(status: .ok, headers: Response.jsonHeaders, body: .bytes(encodings.bytes(of: auction, at: auctions.now)))
         }
         add(.get, "/auctions/{id}/bids") { request in
             let paging = try Paging(request)
-            let page = paging.page(try auctions.bids(on: request.parameter("id"), after: try paging.numericAfter()))
-            return paging.response("bids", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
+            let page = paging.page(try auctions.bids(on: try request.auctionID(), after: try paging.numericAfter()))
+            return paging.response("bids", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.number.description,
+                                   request: request)
         }
         add(.get, "/auctions/{id}/bids/{bid}") { request in
-            let id = request.parameter("id"), bidId = request.parameter("bid")
+            let id = try request.auctionID(), bidId = request.parameter("bid")
             guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
+            // Leading zeros name the same bid (`/bids/007` is bid 7), as they always have.
             guard bidId.utf8.count <= 18, bidId.isASCIIDigits, let number = Int(bidId) else {
                 throw DomainError.notFound("bid", bidId)
             }
-            return .json(try auctions.bid(number, on: id).json)
+            return .json(try auctions.bid(BidNumber(number), on: id).json)
         }
         let (replicated, journal) = (replicated, journal)
         write(.post, "/auctions/{id}/bids", topic: "auctions/{id}") { request, caller in
-            let id = request.parameter("id")
+            let id = try request.auctionID()
             guard replicated || auctions.exists(id) else { throw DomainError.notFound("auction", id) }
             let bid = try NewBid(json: try request.json(), as: caller)
             return { () throws(DomainError) in
@@ -53,12 +55,22 @@ extension Routes {
                 // The answer is the bid's event without its topic: the bytes it was published with.
                 let body = journal.takePostedPayload()
                     ?? JSONValue.object([("bid", result.bid.json), ("auction", result.auction.json(at: auctions.now))]).bytes
-                return Response(status: .created, headers: Response.jsonHeaders + [.location: "/auctions/\(id)/bids/\(result.bid.id)"],
+                return Response(status: .created, headers: Response.jsonHeaders + [.location: "/auctions/\(id)/bids/\(result.bid.number)"],
                                 body: .bytes(body))
             }
         }
         add(.get, "/auctions/{id}/events") { request in
-            try events.stream(request, topics: [AuctionHouse.topic(request.parameter("id"))])
+            // The topic as the client named it: one that names no auction is 404 there.
+            try events.stream(request, topics: ["auctions/" + request.parameter("id")])
         }
+    }
+}
+
+extension Request {
+    /// The auction the path names (`{id}`): 404 when it could name none (`01`, `x`).
+    func auctionID() throws(DomainError) -> AuctionID {
+        let text = parameter("id")
+        guard let id = AuctionID(text) else { throw DomainError.notFound("auction", text) }
+        return id
     }
 }

@@ -14,7 +14,7 @@ extension Routes {
         }
         add(.get, "/notifications/{name}/events") { request in
             let name = request.parameter("name")
-            guard NotificationPost.isValidName(name) else { throw Problem(status: .notFound, detail: "'\(name)' is not a notification name") }
+            guard Topic.isNotificationName(name) else { throw Problem(status: .notFound, detail: "'\(name)' is not a notification name") }
             return try events.stream(request, topics: [NotificationPost.topic(name)])
         }
     }

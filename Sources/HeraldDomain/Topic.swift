@@ -1,0 +1,46 @@
+/// A subject's name as streams, tokens and events spell it (`currency`, `units`, `auctions/7`,
+/// `trips/ice-1`, `units/scout`, `notifications/door.front`), read by this one parser.
+public enum Topic: Hashable, Sendable, CustomStringConvertible {
+    case currency
+    /// Every unit: the collection.
+    case units
+    /// An auction, by the id the topic names (which may name none: 404, not 400).
+    case auction(String)
+    case trip(String)
+    case unit(String)
+    case notification(String)
+
+    /// The topic `text` spells; nil when it is no topic's form (`currency/`, `/units`, `auctions/`,
+    /// `units/a b`, `notifications/..`): no event could ever come to it.
+    public init?(_ text: some StringProtocol) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        switch (parts.first, parts.count) {
+        case ("currency", 1): self = .currency
+        case ("units", 1): self = .units
+        case ("auctions", 2) where !parts[1].isEmpty: self = .auction(String(parts[1]))
+        case ("trips", 2) where !parts[1].isEmpty: self = .trip(String(parts[1]))
+        case ("units", 2) where Unit.isValidId(String(parts[1])): self = .unit(String(parts[1]))
+        case ("notifications", 2) where Self.isNotificationName(parts[1]): self = .notification(String(parts[1]))
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .currency: "currency"
+        case .units: "units"
+        case .auction(let id): "auctions/\(id)"
+        case .trip(let id): "trips/\(id)"
+        case .unit(let id): "units/\(id)"
+        case .notification(let name): "notifications/\(name)"
+        }
+    }
+
+    /// Whether `name` may name notifications: 1–100 characters of letters, digits, `.`, `_` and `-`,
+    /// and not `.` or `..` (which no client can put in a path).
+    public static func isNotificationName(_ name: some StringProtocol) -> Bool {
+        name != "." && name != ".." && (1...100).contains(name.utf8.count) && name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
+        }
+    }
+}
