@@ -46,10 +46,8 @@ final class EventStream: @unchecked Sendable {
     var sent = 0
     /// The socket's buffer was full: the engine waits for EPOLLOUT before writing more.
     var blocked = false
-    /// Heartbeat rounds in a row that found the stream blocked.
-    var blockedRounds = 0
-    /// Nothing written since the last heartbeat round.
-    var quiet = true
+    /// Whether its client still reads, judged each heartbeat round.
+    var liveness = Liveness()
     var closing: Closing?
     /// Why the stream is closing, once it is (for its summary).
     var closingReason: StreamSummary.End?
@@ -118,7 +116,7 @@ final class EventStream: @unchecked Sendable {
             }
             if written > 0 {
                 sent += written
-                quiet = false
+                liveness.wrote()
                 continue
             }
             if written < 0, errno == EINTR { continue }
@@ -131,7 +129,7 @@ final class EventStream: @unchecked Sendable {
         out = []
         sent = 0
         blocked = false
-        blockedRounds = 0
+        liveness.drained()
         return true
     }
 

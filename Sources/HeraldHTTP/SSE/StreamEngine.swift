@@ -31,16 +31,11 @@ public final class StreamEngine: Sendable {
         var ready: [EventStream] = []
         /// Streams woken on the engine's own thread (by fan-out), which need no inbox and no signal.
         var woken: [EventStream] = []
-        /// Streams that end when their token expires, by the whole second (from `epoch`) they end in.
-        var expiring: [Int64: [UInt64]] = [:]
-        /// The second whose expiring streams were ended last.
-        var expiredThrough: Int64 = 0
+        /// Streams that end when their token expires.
+        var expiry = ExpiryWheel()
         /// Streams closed since malloc last gave memory back to the system.
         var closedSinceTrim = 0
     }
-
-    /// The furthest a stream's end is scheduled (seconds, about 10,000 years): a later one never comes.
-    static let longestWait: Double = 316_000_000_000
 
     /// After this many streams close and none is left, free memory goes back to the system.
     static let trimAfter = 1000
@@ -55,8 +50,10 @@ public final class StreamEngine: Sendable {
     private let clients = Lock<[String: Int]>([:])
     /// Runs about once a second on the engine's thread.
     private let tickHooks = Lock<[@Sendable () -> Void]>([])
-    /// Where the engine's seconds are counted from (stream expiry).
+    /// Where the engine's time is counted from (heartbeats, stream expiry).
     private let epoch = ContinuousClock.now
+    /// The engine's time: since `epoch`.
+    private var elapsed: Duration { epoch.duration(to: .now) }
     private let inbox = Lock(Inbox())
     private let signaled = Atomic<Bool>(false)
     private let streamCount = Atomic<Int>(0)
@@ -230,18 +227,16 @@ public final class StreamEngine: Sendable {
         var events = [UInt32](repeating: 0, count: 512)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
         defer { scratch.deallocate() }
-        let clock = ContinuousClock()
-        var nextHeartbeat = heartbeat.map { clock.now + $0 }
-        var nextTick = clock.now + .seconds(1)
+        var heartbeats = heartbeat.map { HeartbeatSchedule(every: $0, from: elapsed) }
+        var nextTick = elapsed + .seconds(1)
         while !stopped.load(ordering: .acquiring) {
             // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
             // be sent (its client stopped reading) delays delivery by a second at most.
             var timeout: Int32 = 1000
             if !loop.ready.isEmpty || !loop.woken.isEmpty || !inbox.withLock({ $0.isEmpty }) {
                 timeout = 0
-            } else if let due = nextHeartbeat {
-                let left = clock.now.duration(to: due)
-                timeout = left <= .zero ? 0 : min(1000, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            } else if let left = heartbeats?.wait(at: elapsed) {
+                timeout = left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
             }
             let count = tokens.withUnsafeMutableBufferPointer { tokens in
                 events.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }
@@ -279,12 +274,9 @@ public final class StreamEngine: Sendable {
             let ready = loop.ready
             loop.ready.removeAll(keepingCapacity: true)
             for stream in ready where stream.registered && !stream.closed { flush(stream) }
-            if let due = nextHeartbeat, clock.now >= due {
-                heartbeats()
-                nextHeartbeat = heartbeat.map { max(due + $0, clock.now) }
-            }
-            if clock.now >= nextTick {
-                nextTick = clock.now + .seconds(1)
+            if heartbeats?.take(at: elapsed) == true { heartbeatRound() }
+            if elapsed >= nextTick {
+                nextTick = elapsed + .seconds(1)
                 endExpired()
                 for hook in tickHooks.withLock({ $0 }) { hook() }
             }
@@ -312,31 +304,18 @@ public final class StreamEngine: Sendable {
         loop.streams[stream.token] = stream
         loop.ready.append(stream)
         if let expires = stream.feed.expires {
-            // The second it ends in, counted from the epoch: ended by the first tick past `expires`. Any
-            // time comes here (a token's exp): it is bounded before it becomes an integer.
-            let left = expires.timeIntervalSinceNow
-            let seconds = left.isFinite ? Int64(min(max(left, 0), Self.longestWait).rounded(.up)) : 0
-            let second = Int64(epoch.duration(to: .now).components.seconds) + seconds
-            loop.expiring[max(second, loop.expiredThrough + 1), default: []].append(stream.token)
+            loop.expiry.add(stream.token, secondsLeft: expires.timeIntervalSinceNow, at: elapsed.components.seconds)
         }
     }
 
     /// Ends, cleanly, each stream whose token has expired: what is queued goes out, then the body's end.
     private func endExpired() {
-        let now = Int64(epoch.duration(to: .now).components.seconds)
-        guard now > loop.expiredThrough, !loop.expiring.isEmpty else {
-            loop.expiredThrough = max(loop.expiredThrough, now)
-            return
+        for token in loop.expiry.take(through: elapsed.components.seconds) {
+            guard let stream = loop.streams[token] else { continue }
+            stream.closing = max(stream.closing ?? .graceful, .graceful)
+            stream.closingReason = stream.closingReason ?? .expired
+            loop.ready.append(stream)
         }
-        for second in (loop.expiredThrough + 1)...now {
-            for token in loop.expiring.removeValue(forKey: second) ?? [] {
-                guard let stream = loop.streams[token] else { continue }
-                stream.closing = max(stream.closing ?? .graceful, .graceful)
-                stream.closingReason = stream.closingReason ?? .expired
-                loop.ready.append(stream)
-            }
-        }
-        loop.expiredThrough = now
     }
 
     private func handle(_ bits: UInt32, on stream: EventStream, scratch: UnsafeMutableRawBufferPointer) {
@@ -420,21 +399,15 @@ public final class StreamEngine: Sendable {
     /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
     /// could not write through two rounds has a client that stopped reading, and is dropped (it
     /// resumes with `Last-Event-ID` when it reconnects).
-    private func heartbeats() {
+    private func heartbeatRound() {
         for stream in Array(loop.streams.values) {
-            if stream.blocked {
-                stream.blockedRounds += 1
-                if stream.blockedRounds >= 2 { drop(stream, .slowConsumer) }
-                continue
-            }
-            if stream.quiet, !stream.hasPending, !stream.ending {
+            switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.ending) {
+            case .nothing: continue
+            case .stoppedReading: drop(stream, .slowConsumer)
+            case .heartbeat:
                 stream.load(Self.heartbeatBuffer)
-                if !stream.write() {
-                    drop(stream, .clientLeft)
-                    continue
-                }
+                if !stream.write() { drop(stream, .clientLeft) } else { stream.liveness.sentHeartbeat() }
             }
-            stream.quiet = true
         }
     }
 

@@ -1,0 +1,107 @@
+/// The stream engine's policies as small state machines, apart from its I/O: each is told what
+/// happened and what time it is, and says what to do. `StreamEngine` does it; the tests drive them
+/// with times of their own, without a socket or a sleep.
+
+/// When heartbeat rounds fall due: every `interval` from the start, never two at once after a stall
+/// (a late round is followed by the next a whole interval later).
+struct HeartbeatSchedule {
+    let interval: Duration
+    private(set) var due: Duration
+
+    /// Rounds every `interval` from `start` (times are durations since any fixed point).
+    init(every interval: Duration, from start: Duration) {
+        self.interval = interval
+        due = start + interval
+    }
+
+    /// How long the engine may sleep at `now` before the next round: zero when one is due, at most
+    /// `cap` (the engine wakes once a second whatever happens).
+    func wait(at now: Duration, cap: Duration = .seconds(1)) -> Duration {
+        min(max(due - now, .zero), cap)
+    }
+
+    /// Whether a round is due at `now`; if so, the next is scheduled.
+    mutating func take(at now: Duration) -> Bool {
+        guard now >= due else { return false }
+        due = max(due + interval, now)
+        return true
+    }
+}
+
+/// Whether a stream's client still reads, judged once a heartbeat round: a stream that wrote nothing
+/// since the last round gets a heartbeat (which also probes a client that half-closed: one that is
+/// gone answers with a reset); one whose socket stayed full through two rounds has a client that
+/// stopped reading (it resumes with `Last-Event-ID` when it reconnects).
+struct Liveness: Equatable {
+    /// What a round does with the stream.
+    enum Verdict: Equatable {
+        /// Nothing: it wrote since the last round, or it has bytes waiting for room.
+        case nothing
+        /// Write a heartbeat comment.
+        case heartbeat
+        /// Drop it: its client stopped reading.
+        case stoppedReading
+    }
+
+    /// Rounds that may find the socket full in a row before the client counts as stopped.
+    static let blockedRoundsAllowed = 2
+
+    /// Rounds in a row that found the socket full.
+    private(set) var blockedRounds = 0
+    /// Nothing written since the last round.
+    private(set) var quiet = true
+
+    /// Some bytes went out.
+    mutating func wrote() { quiet = false }
+
+    /// The round's heartbeat went out: it is not news, so the stream is still quiet for the next round.
+    mutating func sentHeartbeat() { quiet = true }
+
+    /// Everything pending went out: the socket has room again.
+    mutating func drained() { blockedRounds = 0 }
+
+    /// A heartbeat round. `blocked`: bytes wait for room in the socket; `busy`: bytes wait to be
+    /// written, or the stream is ending (no heartbeat goes in between).
+    mutating func round(blocked: Bool, busy: Bool) -> Verdict {
+        if blocked {
+            blockedRounds += 1
+            return blockedRounds >= Self.blockedRoundsAllowed ? .stoppedReading : .nothing
+        }
+        defer { quiet = true }
+        return quiet && !busy ? .heartbeat : .nothing
+    }
+}
+
+/// Streams that end when their token expires, filed by the whole second they end in (counted from the
+/// engine's start): ended by the first tick past that second, each once, however late the tick.
+struct ExpiryWheel {
+    /// The furthest an end is filed (seconds, about 10,000 years): a later one never comes.
+    static let longestWait: Double = 316_000_000_000
+
+    private var due: [Int64: [UInt64]] = [:]
+    /// The last second whose streams were ended.
+    private(set) var endedThrough: Int64 = 0
+
+    /// Streams filed and not yet ended.
+    var count: Int { due.values.reduce(0) { $0 + $1.count } }
+
+    /// Files `token`, whose token has `secondsLeft` at second `now` (any Double a token's `exp` can
+    /// give: it is bounded before it becomes an integer).
+    mutating func add(_ token: UInt64, secondsLeft: Double, at now: Int64) {
+        let seconds = secondsLeft.isFinite ? Int64(min(max(secondsLeft, 0), Self.longestWait).rounded(.up)) : 0
+        due[max(now + seconds, endedThrough + 1), default: []].append(token)
+    }
+
+    /// The streams whose second has come by `now`, in the order of their seconds; each is given once.
+    mutating func take(through now: Int64) -> [UInt64] {
+        guard now > endedThrough else { return [] }
+        defer { endedThrough = now }
+        guard !due.isEmpty else { return [] }
+        if now - endedThrough > Int64(due.count) {
+            // A long gap (or the first tick): go through what is filed, not through every second.
+            let seconds = due.keys.filter { $0 <= now }.sorted()
+            return seconds.flatMap { due.removeValue(forKey: $0) ?? [] }
+        }
+        return ((endedThrough + 1)...now).flatMap { due.removeValue(forKey: $0) ?? [] }
+    }
+}
