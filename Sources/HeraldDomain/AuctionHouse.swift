@@ -148,8 +148,8 @@ public final class AuctionHouse: Sendable {
     public func bid(_ number: BidNumber, on id: AuctionID) throws(DomainError) -> Bid {
         try state.withLock { state throws(DomainError) in
             guard let bids = state.entries[id]?.auction.bids else { throw .notFound("auction", id) }
-            guard number.value >= 1, number.value <= bids.count else { throw .notFound("bid", number.description) }
-            return bids[number.value - 1]
+            guard number.number >= 1, number.number <= bids.count else { throw .notFound("bid", number.description) }
+            return bids[number.number - 1]
         }
     }
 

@@ -26,9 +26,8 @@ import Testing
         #expect(try client.get("/auctions/\(id)").text == after.text, "and the connection carries on after a HEAD")
     }
 
-    /// A bid's answer is its event's payload, byte for byte: the auction is written once for the event,
-    /// the subject's value and the answer. A closed auction's `closed` event carries the same auction
-    /// as a `GET` then shows.
+    /// A bid's answer is its event's payload, byte for byte (the auction is written once for the event,
+    /// the subject's value and the answer), and a new stream's snapshot is the auction after the last bid.
     @Test func aBidAnswersWithTheBytesItsEventCarries() throws {
         let server = try TestHerald()
         defer { server.stop() }

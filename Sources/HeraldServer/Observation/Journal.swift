@@ -384,7 +384,7 @@ final class Journal: ChangeSink {
     }
 
     static func stored(_ bid: Bid) -> StoredBid {
-        StoredBid(number: bid.number.value, bidder: bid.bidder, amount: bid.amount, at: Timestamp.format(bid.at))
+        StoredBid(number: bid.number.number, bidder: bid.bidder, amount: bid.amount, at: Timestamp.format(bid.at))
     }
 
     /// An auction as it was stored; nil when a field does not read.
