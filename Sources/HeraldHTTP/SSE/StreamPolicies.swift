@@ -20,10 +20,13 @@ struct HeartbeatSchedule {
         min(max(due - now, .zero), cap)
     }
 
-    /// Whether a round is due at `now`; if so, the next is scheduled.
+    /// Whether a round is due at `now`; if so, the next is scheduled: an interval after this one was
+    /// due, or after `now` when the engine was held up past that. (It was `now` itself: after a stall,
+    /// two rounds ran back to back, and a stream whose socket was full at the stall counted as a client
+    /// that stopped reading through two rounds at once.)
     mutating func take(at now: Duration) -> Bool {
         guard now >= due else { return false }
-        due = max(due + interval, now)
+        due = due + interval > now ? due + interval : now + interval
         return true
     }
 }
