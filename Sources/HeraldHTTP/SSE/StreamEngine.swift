@@ -178,6 +178,9 @@ public final class StreamEngine: Sendable {
     func wake(_ stream: EventStream) {
         guard !stream.scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if thread.isCurrent {
+            // A stream closed here (its feed's end calls the waker) needs no writing; after `stop`,
+            // nothing is kept, for the reason the inbox gives below.
+            guard !stream.closed, !stopped.load(ordering: .acquiring) else { return }
             loop.woken.append(stream)
             return
         }
@@ -282,6 +285,9 @@ public final class StreamEngine: Sendable {
             }
         }
         for stream in Array(loop.streams.values) { drop(stream, .shutdown) }
+        // A stream left in a list would hold its feed and, through it, the hub, which holds the engine.
+        loop.ready.removeAll()
+        loop.woken.removeAll()
         // Whatever came in after the last pass: streams never registered are closed, wake-ups dropped.
         for stream in inbox.withLock({ inbox in defer { inbox = Inbox() }; return inbox.added }) {
             close(stream.socket)
