@@ -87,7 +87,7 @@ let package = Package(
             name: "herald-bench",
             dependencies: ["CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "HeraldThreads", "CPostgres", "CLinux"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "HeraldHTTP", "HeraldThreads", "CPostgres", "CLinux"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON", "HeraldTestSupport"]),
         .testTarget(name: "HeraldThreadsTests", dependencies: ["HeraldThreads"]),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJSON", "HeraldThreads"]),

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldAuth
+import HeraldHTTP
 import HeraldServer
 import HeraldTestSupport
 import JWTKit
@@ -42,10 +43,10 @@ extension Data {
 
 extension TestHerald {
     /// A server that needs tokens signed with `Tokens.secret` (or `key`).
-    static func secured(key: TokenKey? = nil, publicStreams: Bool = false, examples: Bool = true,
+    static func secured(key: TokenKey? = nil, publicStreams: Bool = false, examples: Bool = true, clock: ManualClock? = nil,
                         configure: (inout HeraldConfiguration) -> Void = { _ in }) async throws -> TestHerald {
         let key = if let key { key } else { try await Tokens.key() }
-        return try TestHerald(examples: examples) { configuration in
+        return try TestHerald(clock: clock, examples: examples) { configuration in
             configuration.tokenKey = key
             configuration.publicStreams = publicStreams
             configure(&configuration)
@@ -225,27 +226,32 @@ extension TestHerald {
         #expect(try price(client) == 100)
     }
 
+    /// The server's time is a clock the test moves: the stream ends once 60 s have passed on it, and
+    /// not a second before; nothing waits for real time to pass.
     @Test func aStreamEndsWhenItsTokenExpiresAndResumesWithAFreshOne() async throws {
-        let server = try await TestHerald.secured()
+        let clock = ManualClock(now: Date())
+        let server = try await TestHerald.secured(clock: clock) { $0.http.streamClock = clock }
         defer { server.stop() }
         let client = server.client()
-        let writer = try await Tokens.make(publish: ["*"])
-        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":200}"#, headers: Tokens.bearer(writer)).status == 201)
-        // A token that expires 3 s from now. On a machine so loaded that it expired before its stream
-        // opened (401), a fresh one is tried: what is tested is the end at expiry, not the speed.
-        var opened: (stream: SSEClient, snapshot: SSEEvent)?
-        for _ in 0..<5 where opened == nil {
-            let shortLived = try await Tokens.make(expires: Date().addingTimeInterval(3))
-            let stream = try server.stream("/auctions/1/events", headers: Tokens.bearer(shortLived))
-            if stream.head?.status == 200, let first = try? stream.next(), first.event == "snapshot" { opened = (stream, first) }
-        }
-        let (stream, snapshot) = try #require(opened)
+        let writer = try await Tokens.make(publish: ["*"], expires: clock.now.addingTimeInterval(3600))
+        // An auction whose countdown outlasts the minute the clock is moved by.
+        let created = try client.request("POST", "/auctions", json: #"{"item":"lamp","countdownSeconds":3600}"#, headers: Tokens.bearer(writer))
+        let id = try #require(created.json["id"] as? String)
+        #expect(try client.request("POST", "/auctions/\(id)/bids", json: #"{"bidder":"ann","amount":200}"#, headers: Tokens.bearer(writer)).status == 201)
+        let shortLived = try await Tokens.make(expires: clock.now.addingTimeInterval(60))
+        let stream = try server.stream("/auctions/\(id)/events", headers: Tokens.bearer(shortLived))
+        #expect(stream.head?.status == 200)
+        let snapshot = try stream.next()
+        #expect(snapshot.event == "snapshot")
         let lastId = try #require(snapshot.id)
+        clock.advance(by: 58)
+        #expect(!stream.awaitEnd(timeout: 2), "the stream ended before its token")
+        clock.advance(by: 3)
         #expect(stream.awaitEnd(timeout: 30), "the stream outlived its token")
         // Missed while away, then back with a fresh token and Last-Event-ID: exactly what was missed.
-        #expect(try client.request("POST", "/auctions/1/bids", json: #"{"bidder":"ann","amount":300}"#, headers: Tokens.bearer(writer)).status == 201)
-        let fresh = try await Tokens.make()
-        let resumed = try server.stream("/auctions/1/events", headers: Tokens.bearer(fresh) + [("Last-Event-ID", lastId)])
+        #expect(try client.request("POST", "/auctions/\(id)/bids", json: #"{"bidder":"ann","amount":300}"#, headers: Tokens.bearer(writer)).status == 201)
+        let fresh = try await Tokens.make(expires: clock.now.addingTimeInterval(3600))
+        let resumed = try server.stream("/auctions/\(id)/events", headers: Tokens.bearer(fresh) + [("Last-Event-ID", lastId)])
         let missed = try resumed.next(named: "bid")
         #expect(missed.json["amount"] as? Int == 300 || (missed.json["bid"] as? [String: Any])?["amount"] as? Int == 300)
         #expect(Int(missed.id ?? "") ?? 0 > Int(lastId) ?? 0)

@@ -1,4 +1,6 @@
 import Foundation
+import HeraldHTTP
+import HeraldServer
 import HeraldTestSupport
 import Testing
 
@@ -146,13 +148,22 @@ import Testing
         #expect(try server.client().get("/health").json["observers"] as? Int == 0)
     }
 
+    /// The engine follows a clock the test moves: the first round (15 s) finds the stream wrote its
+    /// snapshot since it opened, so the first heartbeat is the second round's (30 s), not a moment
+    /// before it, and one comes each round after; nothing waits for real time to pass.
     @Test func idleStreamsGetHeartbeats() throws {
-        let server = try TestHerald(heartbeat: .milliseconds(300))
+        let clock = ManualClock(now: Date())
+        let server = try TestHerald(clock: clock, heartbeat: .seconds(15)) { $0.http.streamClock = clock }
         defer { server.stop() }
         let stream = try server.stream("/currency/events")
         _ = try stream.next()
         let before = stream.comments.count
-        #expect(stream.awaitComments(before + 2, timeout: 30), "two heartbeats while idle")
+        clock.advance(by: 29)
+        #expect(!stream.awaitComments(before + 1, timeout: 1.5), "no heartbeat before its round")
+        clock.advance(by: 1)
+        #expect(stream.awaitComments(before + 1, timeout: 30), "a heartbeat at 30 s")
+        clock.advance(by: 15)
+        #expect(stream.awaitComments(before + 2, timeout: 30), "and another at 45 s")
         #expect(stream.comments.last == "heartbeat")
         // Heartbeats go straight to the socket as whole chunks: the framing must still hold.
         _ = try server.client().put("/currency", #"{"default":"euro"}"#)

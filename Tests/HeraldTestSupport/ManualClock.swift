@@ -1,5 +1,6 @@
 public import Foundation
 public import HeraldDomain
+public import HeraldHTTP
 import HeraldThreads
 import Synchronization
 
@@ -19,9 +20,11 @@ public final class ManualClock: DomainClock {
     }
 
     private let state: Lock<State>
+    private let start: Date
 
     public init(now: Date = Date(timeIntervalSince1970: 1_444_396_193)) {
         state = Lock(State(now: now))
+        start = now
     }
 
     public var now: Date { state.withLock { $0.now } }
@@ -62,4 +65,10 @@ public final class ManualClock: DomainClock {
         let clock: ManualClock
         func cancel() { clock.cancel(id) }
     }
+}
+
+/// The stream engine may follow the clock too: its heartbeats and tokens' ends come when a test advances it.
+extension ManualClock: StreamClock {
+    public var elapsed: Duration { .milliseconds(Int64((now.timeIntervalSince(start) * 1000).rounded())) }
+    public var date: Date { now }
 }

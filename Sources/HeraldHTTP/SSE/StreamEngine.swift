@@ -50,10 +50,9 @@ public final class StreamEngine: Sendable {
     private let clients = Lock<[String: Int]>([:])
     /// Runs about once a second on the engine's thread.
     private let tickHooks = Lock<[@Sendable () -> Void]>([])
-    /// Where the engine's time is counted from (heartbeats, stream expiry).
-    private let epoch = ContinuousClock.now
-    /// The engine's time: since `epoch`.
-    private var elapsed: Duration { epoch.duration(to: .now) }
+    /// The engine's time (heartbeats, the tick, stream expiry).
+    private let clock: any StreamClock
+    private var elapsed: Duration { clock.elapsed }
     private let inbox = Lock(Inbox())
     private let signaled = Atomic<Bool>(false)
     private let streamCount = Atomic<Int>(0)
@@ -70,8 +69,9 @@ public final class StreamEngine: Sendable {
     /// The engine thread's state; a debug build stops when another thread reaches for it.
     private var loop: Loop { bound.withValue { $0 } }
 
-    init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil) {
+    init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock()) {
         self.limit = limit
+        self.clock = clock
         self.perClientLimit = perClientLimit
         self.observer = observer
         bound = ThreadBound(Loop(), owner: thread)
@@ -310,7 +310,7 @@ public final class StreamEngine: Sendable {
         loop.streams[stream.token] = stream
         loop.ready.append(stream)
         if let expires = stream.feed.expires {
-            loop.expiry.add(stream.token, secondsLeft: expires.timeIntervalSinceNow, at: elapsed.components.seconds)
+            loop.expiry.add(stream.token, secondsLeft: expires.timeIntervalSince(clock.date), at: elapsed.components.seconds)
         }
     }
 

@@ -41,6 +41,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var targetBytesLimit: Int = 8 * 1024
     /// Proxies whose `X-Forwarded-For` names the client; empty: the peer is the client.
     public var trustedProxies: [AddressRange] = []
+    /// The stream engine's time; a test may give one that moves when it says.
+    public var streamClock: any StreamClock = SystemStreamClock()
 
     public init() {}
 }

@@ -90,7 +90,7 @@ public final class Herald: Sendable {
             return nil
         }
         let access = Access(verifier: configuration.tokenKey.map(TokenVerifier.init(key:)), publicStreams: configuration.publicStreams,
-                            writeRate: configuration.writesPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }, now: { Date() })
+                            writeRate: configuration.writesPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }, now: { clock.now })
         let router = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access,
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
