@@ -34,7 +34,7 @@ public final class OwnerThread: Sendable {
     public func standIn<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         let me = UInt(bitPattern: Int(bitPattern: pthread_self()))
         let (bound, _) = id.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
-        assert(bound, "\(name) runs already: nobody stands in for it")
+        assert(bound, "\(name) runs already, or another thread stands in for it")
         defer { if bound { id.store(0, ordering: .releasing) } }
         return try body()
     }

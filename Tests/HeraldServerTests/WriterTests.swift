@@ -1,6 +1,7 @@
 import CSQLite
 import Dispatch
 import Foundation
+import HeraldDomain
 import HeraldStore
 import HeraldTestSupport
 import HeraldThreads
@@ -11,6 +12,28 @@ import Testing
 
 /// Changes run on one writer thread, in batches that share one sync of the store's log.
 @Suite struct WriterTests {
+    /// Before the writer runs, a thread that makes a change stands in for it, one at a time: the thread
+    /// setting Herald up, or a restored countdown's timer that fires first. Once it runs, changes go
+    /// through its queue.
+    @Test func beforeItRunsOneThreadAtATimeStandsInForTheWriter() throws {
+        let writer = Writer()
+        let batches = Lock(0)
+        writer.batches(prepare: { nil }, finish: { batches.withLock { $0 += 1 }; return nil })
+        let inside = Lock((now: 0, most: 0, done: 0))
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            try? writer.perform { () throws(DomainError) in
+                inside.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                usleep(2_000)
+                inside.withLock { $0.now -= 1; $0.done += 1 }
+            }
+        }
+        #expect(inside.withLock { $0.most } == 1, "two threads stood in for the writer at once")
+        #expect(inside.withLock { $0.done } == 8 && batches.withLock { $0 } == 8, "each change its own batch")
+        writer.start()
+        defer { writer.stop() }
+        #expect(try writer.perform { () throws(DomainError) in writer.isCurrentThread } == true, "once it runs, on its thread")
+    }
+
     @Test func aHundredConcurrentBidsAreAnsweredInPriceOrderAndStoredAsPublished() throws {
         let directory = temporaryDataDirectory()
         defer { removeTemporaryDirectory(directory) }

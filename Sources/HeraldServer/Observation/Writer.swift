@@ -87,11 +87,18 @@ final class Writer: Sendable {
     /// Batches finished and the changes they held.
     var statistics: (changes: Int, batches: Int) { counts.withLock { $0 } }
 
+    /// Held while a thread stands in for the writer, before `start`, and by `start` itself: one stand-in
+    /// at a time (the thread setting Herald up, or a restored countdown's timer that fires before the
+    /// writer runs), and none once the thread runs.
+    private let standingIn = Lock(())
+
     /// Starts the thread. Changes queued before run in its first batch.
     func start() {
-        guard state.withLock({ state in
-            defer { state.started = true }
-            return !state.started
+        guard standingIn.withLock({ _ in
+            state.withLock { state in
+                defer { state.started = true }
+                return !state.started
+            }
         }) else { return }
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
@@ -138,14 +145,15 @@ final class Writer: Sendable {
     /// on it at once, as a batch of its own.
     func perform<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
         if isCurrentThread { return try work() }
-        if !state.withLock({ $0.started }) {
-            return try thread.standIn { () throws(DomainError) -> T in
+        let early = try standingIn.withLock { _ throws(DomainError) -> Result<T, DomainError>? in
+            guard !state.withLock({ $0.started }) else { return nil }
+            return thread.standIn { () -> Result<T, DomainError>? in
                 let outcome = Lock<Result<T, DomainError>?>(nil)
                 runBatch([command(work) { result in outcome.withLock { $0 = result } }])
-                guard let result = outcome.withLock({ $0 }) else { throw DomainError(.failed, "the change was not answered") }
-                return try result.get()
-            }
+                return outcome.withLock { $0 }
+            } ?? .failure(DomainError(.failed, "the change was not answered"))
         }
+        if let early { return try early.get() }
         let outcome = Lock<Result<T, DomainError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         submit(work) { result in
