@@ -112,7 +112,7 @@ public final class Hub: Sendable {
         let call: @Sendable () -> Void
     }
     /// Held while delivering, so batches are queued one after another, in order.
-    private let delivering = Lock(())
+    private let delivering = CriticalSection()
     /// The threads that queued events to observers, by `pthread_self()`: their names and batch counts.
     private let deliverers = Lock<[UInt: (name: String, batches: Int)]>([:])
 
@@ -277,7 +277,7 @@ public final class Hub: Sendable {
     /// An observer that joined after an event was published is in the sets taken, but it skips the
     /// event: its first events (snapshot or replay) already cover everything up to when it joined.
     public func deliver() {
-        delivering.withLock { _ in
+        delivering.run {
             let (events, audiences) = state.withLock { state -> ([Event], [String: [[UInt64: Observer]]]) in
                 guard !state.undelivered.isEmpty else { return ([], [:]) }
                 let events = state.undelivered

@@ -2,22 +2,26 @@
 public import Glibc
 #endif
 
-/// A value that any thread may use, one at a time: each access holds a pthread mutex.
+/// A section of code that one thread at a time may run: a pthread mutex and nothing to guard but
+/// the running itself.
 ///
 /// Synchronization's `Mutex` does the same job, but on Linux it waits on a futex that ThreadSanitizer
 /// cannot see, so every access under it reads as a race (measured: five reports in one run of the
 /// stream tests, all between two accesses under the same `Mutex`). A pthread mutex is what
 /// ThreadSanitizer understands, and uncontended it costs the same: one atomic each way.
-public final class Lock<Value>: @unchecked Sendable {
-    // Unchecked: `value` is only reached in `withLock`, under `mutex`.
+///
+/// Use this, not `Lock<Void>`, when there is no value: an `inout` access to a zero-sized stored
+/// property is instrumented at the end of the object, which is another object's memory, and
+/// ThreadSanitizer reported it as a "Swift access race" (measured: one report from two threads
+/// taking a `Lock(())` in turn).
+public final class CriticalSection: @unchecked Sendable {
+    // Unchecked: the mutex is the synchronisation itself.
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @usableFromInline var value: Value
 
-    public init(_ value: Value) {
+    public init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
-        self.value = value
     }
 
     deinit {
@@ -26,19 +30,42 @@ public final class Lock<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// Runs `body` while no other thread runs this section.
+    @inlinable
+    public func run<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Runs `body` if no other thread is in the section now; nil (without waiting) if one is.
+    @inlinable
+    public func runIfFree<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
+
+/// A value that any thread may use, one at a time: each access runs in a `CriticalSection`.
+public final class Lock<Value>: @unchecked Sendable {
+    // Unchecked: `value` is only reached in `withLock`, inside `section`.
+    @usableFromInline let section = CriticalSection()
+    @usableFromInline var value: Value
+
+    public init(_ value: Value) {
+        self.value = value
+    }
+
     /// Runs `body` with the value, holding the lock.
     @inlinable
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try section.run { () throws(Failure) -> Result in try body(&value) }
     }
 
     /// Runs `body` with the value if the lock is free now; nil (without waiting) if another holds it.
     @inlinable
     public func withLockIfAvailable<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result? {
-        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try section.runIfFree { () throws(Failure) -> Result in try body(&value) }
     }
 }

@@ -17,14 +17,14 @@ public struct JSONLogHandler: LogHandler {
     /// Where lines go: one `write` each, under a lock, so lines from threads never mix.
     public final class Output: Sendable {
         private let descriptor: Int32
-        private let lock = Lock(())
+        private let lock = CriticalSection()
 
         public init(descriptor: Int32) { self.descriptor = descriptor }
 
         public static let standardError = Output(descriptor: 2)
 
         func write(_ line: [UInt8]) {
-            lock.withLock { _ in
+            lock.run {
                 var offset = 0
                 while offset < line.count {
                     let written = line.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }

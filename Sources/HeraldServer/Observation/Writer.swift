@@ -90,11 +90,11 @@ final class Writer: Sendable {
     /// Held while a thread stands in for the writer, before `start`, and by `start` itself: one stand-in
     /// at a time (the thread setting Herald up, or a restored countdown's timer that fires before the
     /// writer runs), and none once the thread runs.
-    private let standingIn = Lock(())
+    private let standingIn = CriticalSection()
 
     /// Starts the thread. Changes queued before run in its first batch.
     func start() {
-        guard standingIn.withLock({ _ in
+        guard standingIn.run({
             state.withLock { state in
                 defer { state.started = true }
                 return !state.started
@@ -145,7 +145,7 @@ final class Writer: Sendable {
     /// on it at once, as a batch of its own.
     func perform<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
         if isCurrentThread { return try work() }
-        let early = try standingIn.withLock { _ throws(DomainError) -> Result<T, DomainError>? in
+        let early = try standingIn.run { () throws(DomainError) -> Result<T, DomainError>? in
             guard !state.withLock({ $0.started }) else { return nil }
             return thread.standIn { () -> Result<T, DomainError>? in
                 let outcome = Lock<Result<T, DomainError>?>(nil)
