@@ -18,6 +18,14 @@ public struct Grants: Codable, Sendable, Equatable {
 
     public func maySubscribe(_ topic: String) -> Bool { subscribe.contains { Self.matches($0, topic) } }
 
+    /// Whether the token may watch the collection `collection` (`auctions`): a pattern names it, or
+    /// covers every member it could ever hold (`auctions/*`, `*`). `auctions/7` alone does not.
+    public func maySubscribe(collection: String) -> Bool {
+        subscribe.contains { pattern in
+            Self.matches(pattern, collection) || (pattern.hasSuffix("*") && (collection + "/").hasPrefix(pattern.dropLast()))
+        }
+    }
+
     /// A pattern is a topic (`units/scout`, `currency`), or ends in `*` and then matches every topic
     /// that starts with what comes before it: `auctions/*`, `notifications/door.*`, and `*` for all.
     /// A `*` anywhere else is an ordinary character.

@@ -22,13 +22,15 @@ public final class Event: Sendable {
     public let tags: [String]
     /// The event as observers receive it, encoded once by the hub's encoder and shared by all of them.
     public let frame: [UInt8]
+    /// For a change of a collection's member (its tags say so): what the collection's observers get.
+    public let membership: Membership?
 
     /// Encodes an event for the wire (id, name, data), once per event.
     /// The id is nil for a transient event.
     public typealias Encoder = @Sendable (_ id: UInt64?, _ name: EventName, _ data: [UInt8]) -> [UInt8]
 
     public init(id: UInt64, order: UInt64? = nil, durable: Bool = true, topic: String, name: EventName, data: [UInt8],
-                tags: [String] = [], encoder: Encoder? = nil) {
+                tags: [String] = [], encoder: Encoder? = nil, itemName: EventName? = nil) {
         self.id = id
         self.order = order ?? id
         self.durable = durable
@@ -37,6 +39,10 @@ public final class Event: Sendable {
         self.data = data
         self.tags = tags
         self.frame = encoder?(durable ? id : nil, name, data) ?? []
+        let order = order ?? id
+        self.membership = durable ? itemName.flatMap {
+            Membership(id: id, order: order, topic: topic, data: data, tags: tags, itemName: $0, encoder: encoder)
+        } : nil
     }
 
     /// Whether an observer of `interest` sees this event: the same topic, or a topic below it.

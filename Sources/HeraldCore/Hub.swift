@@ -20,43 +20,24 @@ public final class Hub: Sendable {
         public let value: [UInt8]?
         /// Set for a member of a collection subject: `value` is its entry under this key.
         public let key: String?
+        /// A member's filter values (`status=open`), which collection filters look at.
+        public let values: [String]
 
         public init(topic: String, value: [UInt8]?) {
-            self.topic = topic
-            self.value = value
-            self.key = nil
+            self.init(topic: topic, value: value, key: nil, values: [])
         }
 
-        /// The entry `key` of the collection subject `collection` (nil: removed from it).
-        public static func member(of collection: String, key: String, value: [UInt8]?) -> Update {
-            Update(topic: collection, value: value, key: key)
+        /// The entry `key` of the collection subject `collection` (nil: removed from it), with the
+        /// values its observers' filters look at (`status=open`).
+        public static func member(of collection: String, key: String, value: [UInt8]?, values: [String] = []) -> Update {
+            Update(topic: collection, value: value, key: key, values: values)
         }
 
-        private init(topic: String, value: [UInt8]?, key: String?) {
+        private init(topic: String, value: [UInt8]?, key: String?, values: [String]) {
             self.topic = topic
             self.value = value
             self.key = key
-        }
-    }
-
-    /// A subject whose value is the JSON array of its members' entries, rendered only when an observer
-    /// asks for a snapshot: a change of one member costs the same however many there are.
-    struct Collection {
-        let prefix: [UInt8]
-        let suffix: [UInt8]
-        var members: [String: [UInt8]] = [:]
-        var rendered: [UInt8]?
-
-        mutating func value() -> [UInt8] {
-            if let rendered { return rendered }
-            var bytes = prefix
-            for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes.append(contentsOf: members[key] ?? [])
-            }
-            bytes.append(contentsOf: suffix)
-            rendered = bytes
-            return bytes
+            self.values = values
         }
     }
 
@@ -73,8 +54,10 @@ public final class Hub: Sendable {
         var lastEventId: UInt64 = 0
         var observers: [UInt64: Observer] = [:]
 
-        /// Its own value, or the rendering of its members for a collection.
-        mutating func currentValue() -> [UInt8]? { value ?? collection?.value() }
+        /// Its own value, or, for a collection, its snapshot's first event (all there is of a small one).
+        mutating func currentValue(_ topic: String, at id: UInt64, order: UInt64, encoder: Event.Encoder?) -> [UInt8]? {
+            value ?? collection?.snapshot(topic, filter: CollectionFilter(), id: id, order: order, encoder: encoder).first?.data
+        }
     }
 
     struct State {
@@ -184,7 +167,9 @@ public final class Hub: Sendable {
 
     /// A subject's current value.
     public func value(of topic: String) -> [UInt8]? {
-        state.withLock { $0.subjects[topic]?.currentValue() }
+        state.withLock { state in
+            state.subjects[topic]?.currentValue(topic, at: state.sequence, order: state.order, encoder: encoder)
+        }
     }
 
     /// Sets current values without an event (for seeding state at start).
@@ -194,21 +179,29 @@ public final class Hub: Sendable {
         }
     }
 
-    /// Makes `topic` a collection subject: its value is `prefix`, its members' entries joined by commas
-    /// (in key order), then `suffix`, such as `{"topic":"units","units":[` … `]}`.
-    public func declareCollection(_ topic: String, prefix: [UInt8], suffix: [UInt8]) {
+    /// Makes `topic` a collection subject: its snapshot is `{"topic":…,"<arrayName>":[…]}` of its members'
+    /// entries, in id order, and its observers get its members' changes as events named `itemName`
+    /// (and `left`), through their filters (see `Membership`). Declare collections before publishing.
+    public func declareCollection(_ topic: String, arrayName: String, itemName: EventName) {
         state.withLock { state in
-            state.subjects[topic, default: Subject()].collection = Collection(prefix: prefix, suffix: suffix)
+            state.subjects[topic, default: Subject()].collection = Collection(arrayName: arrayName, itemName: itemName)
         }
+    }
+
+    /// Whether `topic` is a collection subject.
+    public func isCollection(_ topic: String) -> Bool { state.withLock { $0.subjects[topic]?.collection != nil } }
+
+    /// The name members' events have on the collection above `topic` (`auction` for `auctions/7`).
+    private static func itemName(above topic: String, in state: State) -> EventName? {
+        guard let slash = topic.lastIndex(of: "/") else { return nil }
+        return state.subjects[String(topic[..<slash])]?.collection?.itemName
     }
 
     private static func apply(_ update: Update, to state: inout State) {
         if let key = update.key {
             // Changed in place: a copy of the collection taken out and put back would copy every
             // member at every change.
-            guard state.subjects[update.topic]?.collection != nil else { return }
-            state.subjects[update.topic]?.collection?.members[key] = update.value
-            state.subjects[update.topic]?.collection?.rendered = nil
+            state.subjects[update.topic]?.collection?.set(key, entry: update.value, values: update.values)
         } else {
             state.subjects[update.topic, default: Subject()].value = update.value
         }
@@ -238,7 +231,7 @@ public final class Hub: Sendable {
                 state.sequence = next
             }
             let event = Event(id: state.sequence, order: state.order, durable: durable, topic: topic, name: name, data: data,
-                              tags: tags, encoder: encoder)
+                              tags: tags, encoder: encoder, itemName: Self.itemName(above: topic, in: state))
             if durable { keep(event, in: &state) }
             for update in updates { Self.apply(update, to: &state) }
             // The event's own topic and every topic above it ("units/7" → "units").
@@ -301,8 +294,9 @@ public final class Hub: Sendable {
             var overflowed: [Observer] = []
             for event in events {
                 for observers in audiences[event.topic] ?? [] {
-                    for observer in observers.values where observer.filter?(event) ?? true {
-                        switch observer.enqueue(event) {
+                    for observer in observers.values {
+                        guard let view = observer.view(of: event) else { continue }
+                        switch observer.enqueue(view) {
                         case .queued, .skipped: break
                         case .wake(let waker): wakers.append((waker, false))
                         case .overflowed(let waker):
@@ -336,12 +330,19 @@ public final class Hub: Sendable {
     /// Adds an observer of `topics`. It first receives, in its queue, the snapshots or the replay
     /// that `resume` asks for, then every later event of those subjects that passes `filter`.
     /// - Parameter queueLimit: live events that may wait; one more ends the subscription (`.overflowed`).
+    ///
+    /// A topic that is a collection subject is watched through its filter in `collections` (every
+    /// member when it has none there): its snapshot holds the members that pass, and its members'
+    /// changes come as `Membership` tells.
     public func subscribe(
-        to topics: [String], resume: ResumePoint, queueLimit: Int = 4096,
+        to topics: [String], collections filters: [String: CollectionFilter] = [:], resume: ResumePoint, queueLimit: Int = 4096,
         filter: (@Sendable (Event) -> Bool)? = nil
     ) -> Subscription {
         let observer = state.withLock { state -> Observer in
-            let observer = Observer(id: state.nextObserverId, interests: topics, limit: max(queueLimit, 1), filter: filter)
+            var collections: [String: CollectionFilter] = [:]
+            for topic in topics where state.subjects[topic]?.collection != nil { collections[topic] = filters[topic] ?? CollectionFilter() }
+            let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
+                                    filter: filter)
             state.nextObserverId += 1
             var initial = initialEvents(for: observer, resume: resume, in: &state)
             if initial.isEmpty, case .now = resume {
@@ -369,7 +370,7 @@ public final class Hub: Sendable {
             for event in events.suffix(historyLimit) {
                 state.order += 1
                 keep(Event(id: event.id, order: state.order, topic: event.topic, name: event.name, data: event.data,
-                           tags: event.tags, encoder: encoder), in: &state)
+                           tags: event.tags, encoder: encoder, itemName: Self.itemName(above: event.topic, in: state)), in: &state)
             }
             state.sequence = max(lastSequence, events.last?.id ?? 0, state.sequence)
         }
@@ -415,16 +416,16 @@ public final class Hub: Sendable {
     private func initialEvents(for observer: Observer, resume: ResumePoint, in state: inout State) -> [Event] {
         switch resume {
         case .now(let snapshot):
-            return snapshot ? snapshots(for: observer.interests, in: &state, resync: false) : []
+            return snapshot ? snapshots(for: observer, in: &state, resync: false) : []
         case .unknown:
             state.resyncs += 1
-            return snapshots(for: observer.interests, in: &state, resync: true)
+            return snapshots(for: observer, in: &state, resync: true)
         case .after(let lastSeen):
             let oldest = state.history.first?.id ?? state.sequence + 1
             // Replay only when every event after `lastSeen` is still kept and `lastSeen` is not from the future.
             guard lastSeen <= state.sequence, lastSeen + 1 >= oldest else {
                 state.resyncs += 1
-                return snapshots(for: observer.interests, in: &state, resync: true)
+                return snapshots(for: observer, in: &state, resync: true)
             }
             state.replays += 1
             var events: [Event] = []
@@ -437,22 +438,24 @@ public final class Hub: Sendable {
             }
             var offset = low
             while offset < state.history.count {
-                let event = state.history[offset]
-                if observer.wants(event) { events.append(event) }
+                if let view = observer.view(of: state.history[offset]) { events.append(view) }
                 offset += 1
             }
             return events
         }
     }
 
-    private func snapshots(for topics: [String], in state: inout State, resync: Bool) -> [Event] {
+    private func snapshots(for observer: Observer, in state: inout State, resync: Bool) -> [Event] {
         var events: [Event] = []
-        for topic in topics {
+        for topic in observer.interests {
             if resync {
                 let data = JSONValue.object([("topic", .string(topic)), ("lastEventId", .string(String(state.sequence)))]).bytes
                 events.append(Event(id: state.sequence, order: state.order, topic: topic, name: "resync", data: data, encoder: encoder))
             }
-            if let value = state.subjects[topic]?.currentValue() {
+            if let filter = observer.collections[topic] {
+                let (id, order) = (state.sequence, state.order)
+                events += state.subjects[topic]?.collection?.snapshot(topic, filter: filter, id: id, order: order, encoder: encoder) ?? []
+            } else if let value = state.subjects[topic]?.value {
                 events.append(Event(id: state.sequence, order: state.order, topic: topic, name: .snapshot, data: value, encoder: encoder))
             }
         }

@@ -34,18 +34,26 @@ final class Observer: Sendable {
 
     let id: UInt64
     let interests: [String]
+    /// The interests that are collections, with the filter each is watched through.
+    let collections: [String: CollectionFilter]
     let filter: (@Sendable (Event) -> Bool)?
     let state: Lock<State>
 
-    init(id: UInt64, interests: [String], limit: Int, filter: (@Sendable (Event) -> Bool)?) {
+    init(id: UInt64, interests: [String], collections: [String: CollectionFilter] = [:], limit: Int,
+         filter: (@Sendable (Event) -> Bool)?) {
         self.id = id
         self.interests = interests
+        self.collections = collections
         self.filter = filter
         self.state = Lock(State(limit: limit))
     }
 
-    func wants(_ event: Event) -> Bool {
-        interests.contains { event.belongs(to: $0) } && (filter?(event) ?? true)
+    /// What the observer gets of `event`: the event itself on a topic it watches (if its filter takes
+    /// it), else the view of a member's change that its collection's filter gives, else nothing.
+    func view(of event: Event) -> Event? {
+        if interests.contains(event.topic) { return filter?(event) ?? true ? event : nil }
+        guard !collections.isEmpty, let membership = event.membership, let filter = collections[membership.collection] else { return nil }
+        return membership.view(through: filter)
     }
 
     /// Queues `event`. The caller calls any waker outside its locks.

@@ -10,7 +10,7 @@ public struct Bid: Sendable, Equatable {
 
 /// An auction: the rules of bidding, without timers. `AuctionHouse` drives its countdown.
 public struct Auction: Sendable {
-    public enum Status: String, Sendable { case open, closed }
+    public enum Status: String, Sendable, CaseIterable { case open, closed }
 
     public let id: AuctionID
     public let item: String

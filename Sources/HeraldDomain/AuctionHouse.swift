@@ -46,6 +46,8 @@ public final class AuctionHouse: Sendable {
     }
 
     public static func topic(_ id: AuctionID) -> String { "auctions/\(id)" }
+    /// Every auction: the collection.
+    public static let collectionTopic = "auctions"
 
     /// Restores stored auctions: running countdowns continue with the time really left, and one whose
     /// deadline passed while Herald was down closes now, publishing `closed` once.

@@ -1,7 +1,7 @@
 /// What happened in the domain, in domain values. Whoever stores and publishes it (Herald's journal)
 /// decides what that looks like on the wire and on the disk.
 public enum DomainEvent: Sendable {
-    /// An auction was opened. Observers are not told: they see it in the auction's current value.
+    /// An auction was opened: its collection's observers see it enter.
     case auctionOpened(Auction)
     /// A bid was accepted; `auction` is the auction after it.
     case bidPlaced(Bid, auction: Auction)
@@ -9,12 +9,13 @@ public enum DomainEvent: Sendable {
     case countdownTicked(Auction, remainingSeconds: Int)
     /// The countdown reached zero and the last bidder won.
     case auctionClosed(Auction)
-    /// A unit was created (`created`) or replaced.
-    case unitSaved(Unit, created: Bool)
-    case unitRemoved(id: String)
+    /// A unit was created (no `previous`) or replaced.
+    case unitSaved(Unit, previous: Unit?)
+    /// A unit was removed; `previous` is what it was.
+    case unitRemoved(Unit)
     /// The default currency changed from `previous`.
     case currencyChanged(Currency, previous: Currency)
-    /// A trip was added. Observers are not told: they see it in the trip's current value.
+    /// A trip was added: its collection's observers see it enter.
     case tripAdded(Trip)
     /// A trip's actual departure moved; `changed` names the fields whose values differ.
     case tripMoved(Trip, changed: [Trip.Field])

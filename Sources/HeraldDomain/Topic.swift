@@ -2,13 +2,21 @@
 /// `trips/ice-1`, `units/scout`, `notifications/door.front`), read by this one parser.
 public enum Topic: Hashable, Sendable, CustomStringConvertible {
     case currency
-    /// Every unit: the collection.
-    case units
+    /// Every auction, trip and unit: the collections.
+    case auctions, trips, units
     /// An auction, by the id the topic names (which may name none: 404, not 400).
     case auction(String)
     case trip(String)
     case unit(String)
     case notification(String)
+
+    /// Whether the topic is a collection (`auctions`, `trips`, `units`).
+    public var isCollection: Bool {
+        switch self {
+        case .auctions, .trips, .units: true
+        default: false
+        }
+    }
 
     /// The topic `text` spells; nil when it is no topic's form (`currency/`, `/units`, `auctions/`,
     /// `units/a b`, `notifications/..`): no event could ever come to it.
@@ -16,6 +24,8 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         switch (parts.first, parts.count) {
         case ("currency", 1): self = .currency
+        case ("auctions", 1): self = .auctions
+        case ("trips", 1): self = .trips
         case ("units", 1): self = .units
         case ("auctions", 2) where !parts[1].isEmpty: self = .auction(String(parts[1]))
         case ("trips", 2) where !parts[1].isEmpty: self = .trip(String(parts[1]))
@@ -28,6 +38,8 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .currency: "currency"
+        case .auctions: "auctions"
+        case .trips: "trips"
         case .units: "units"
         case .auction(let id): "auctions/\(id)"
         case .trip(let id): "trips/\(id)"

@@ -6,6 +6,8 @@ import Synchronization
 /// follow only its delay (property-level observation).
 public final class TripBoard: Sendable {
     public static func topic(_ id: String) -> String { "trips/\(id)" }
+    /// Every trip: the collection.
+    public static let collectionTopic = "trips"
 
     private struct State {
         /// What the store holds: what readers see.

@@ -62,15 +62,15 @@ public final class UnitStore: Sendable {
             throw DomainError(.invalid, "invalid unit id", fields: [FieldError(field: "id", message: "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")])
         }
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
-        let created = state.withLock { $0.current(unit.id) == nil }
-        try sink.publish(.unitSaved(unit, created: created))
+        let previous = state.withLock { $0.current(unit.id) }
+        try sink.publish(.unitSaved(unit, previous: previous))
         stage(unit, for: unit.id)
-        return created
+        return previous == nil
     }
 
     public func delete(_ id: String) throws(DomainError) {
-        guard state.withLock({ $0.current(id) != nil }) else { throw .notFound("unit", id) }
-        try sink.publish(.unitRemoved(id: id))
+        guard let previous = state.withLock({ $0.current(id) }) else { throw .notFound("unit", id) }
+        try sink.publish(.unitRemoved(previous))
         stage(nil, for: id)
     }
 

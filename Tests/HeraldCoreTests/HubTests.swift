@@ -56,10 +56,11 @@ import Testing
     @Test func observersOfOneSubjectSeeNothingOfAnother() {
         let hub = Hub()
         let seven = hub.subscribe(to: ["units/7"], resume: .now(snapshot: false))
+        hub.declareCollection("units", arrayName: "units", itemName: "unit")
         let all = hub.subscribe(to: ["units"], resume: .now(snapshot: false))
-        hub.publish(topic: "units/7", name: "unit", data: bytes("7"))
-        hub.publish(topic: "units/8", name: "unit", data: bytes("8"))
-        hub.publish(topic: "units7", name: "unit", data: bytes("not below units"))
+        hub.publish(topic: "units/7", name: "unit", tags: ["is:status=ok"], data: bytes("7"))
+        hub.publish(topic: "units/8", name: "unit", tags: ["is:status=ok"], data: bytes("8"))
+        hub.publish(topic: "units7", name: "unit", tags: ["is:status=ok"], data: bytes("not below units"))
         #expect(drain(seven).map(text) == ["7"])
         #expect(drain(all).map(text) == ["7", "8"])
     }
@@ -181,7 +182,7 @@ import Testing
 
     @Test func aCollectionSnapshotJoinsItsMembersInKeyOrder() {
         let hub = Hub()
-        hub.declareCollection("units", prefix: bytes(#"{"topic":"units","units":["#), suffix: bytes("]}"))
+        hub.declareCollection("units", arrayName: "units", itemName: "unit")
         #expect(hub.value(of: "units").map { String(decoding: $0, as: UTF8.self) } == #"{"topic":"units","units":[]}"#)
         hub.publish(topic: "units/b", name: "unit", updates: [.member(of: "units", key: "b", value: bytes(#"{"id":"b"}"#))], data: bytes("1"))
         hub.publish(topic: "units/a", name: "unit", updates: [.member(of: "units", key: "a", value: bytes(#"{"id":"a"}"#))], data: bytes("2"))
@@ -191,6 +192,64 @@ import Testing
         let second = drain(hub.subscribe(to: ["units"], resume: .now(snapshot: true)))
         #expect(second.map(text) == [#"{"topic":"units","units":[{"id":"b"}]}"#])
         #expect(second.first?.id == 3)
+    }
+
+    /// A member's change as the journal publishes it: tagged with its filter values before and after.
+    private func change(_ hub: Hub, _ id: String, from before: String?, to after: String?) {
+        let entry = after.map { bytes(#"{"id":"\#(id)","status":"\#($0)"}"#) }
+        hub.publish(topic: "auctions/\(id)", name: "bid", tags: Membership.tags(before: before.map { ["status=" + $0] }, after: after.map { ["status=" + $0] }),
+                    updates: [.member(of: "auctions", key: id, value: entry, values: after.map { ["status=" + $0] } ?? [])],
+                    data: bytes(#"{"topic":"auctions/\#(id)","n":\#(hub.lastEventId + 1)}"#))
+    }
+
+    @Test func aFilteredCollectionGetsEntersChangesAndLeavesLiveAndInAReplay() {
+        let hub = Hub()
+        hub.declareCollection("auctions", arrayName: "auctions", itemName: "auction")
+        change(hub, "10", from: nil, to: "open")
+        change(hub, "9", from: nil, to: "open")
+        change(hub, "8", from: nil, to: "open")
+        change(hub, "8", from: "open", to: "closed")
+        let open = hub.subscribe(to: ["auctions"], collections: ["auctions": CollectionFilter(["status": ["open"]])], resume: .now(snapshot: true))
+        let snapshot = drain(open)
+        #expect(snapshot.map(text) == [#"{"topic":"auctions","auctions":[{"id":"9","status":"open"},{"id":"10","status":"open"}]}"#],
+                "9 before 10: ids in order by value; 8 is closed")
+        let every = hub.subscribe(to: ["auctions"], resume: .now(snapshot: false))
+        _ = drain(every)
+        change(hub, "9", from: "open", to: "open")     // 5: a change while it passes
+        change(hub, "10", from: "open", to: "closed")  // 6: leaves
+        change(hub, "11", from: nil, to: "open")       // 7: enters
+        change(hub, "8", from: "closed", to: "closed") // 8: passes neither before nor after
+        let live = drain(open)
+        #expect(live.map { "\($0.id) \($0.name)" } == ["5 auction", "6 left", "7 auction"])
+        #expect(live.map(text)[1] == #"{"topic":"auctions/10","id":"10"}"#)
+        #expect(drain(every).map { "\($0.id) \($0.name)" } == ["5 auction", "6 auction", "7 auction", "8 auction"],
+                "no filter: every change, and no leave, as nothing left")
+        let replay = drain(hub.subscribe(to: ["auctions"], collections: ["auctions": CollectionFilter(["status": ["open"]])],
+                                         resume: .after(4)))
+        #expect(replay.map { "\($0.id) \($0.name)" } == ["5 auction", "6 left", "7 auction"], "a replay gives what the live stream gave")
+        let closed = drain(hub.subscribe(to: ["auctions"], collections: ["auctions": CollectionFilter(["status": ["closed"]])], resume: .after(3)))
+        #expect(closed.map { "\($0.id) \($0.name)" } == ["4 auction", "6 auction", "8 auction"])
+    }
+
+    @Test func aLargeCollectionsSnapshotIsFramedAsSeveralEventsSharedByItsObservers() {
+        let hub = Hub()
+        hub.declareCollection("auctions", arrayName: "auctions", itemName: "auction")
+        for id in 1...2_000 { change(hub, String(id), from: nil, to: "open") }
+        let first = drain(hub.subscribe(to: ["auctions"], resume: .now(snapshot: true)))
+        let second = drain(hub.subscribe(to: ["auctions"], resume: .now(snapshot: true)))
+        #expect(first.count > 1)
+        #expect(first.allSatisfy { $0.data.count <= 48 * 1024 + 64 })
+        #expect(zip(first, second).allSatisfy { $0 === $1 }, "observers that arrive between two changes share the snapshot")
+        var ids: [Int] = []
+        for (index, event) in first.enumerated() {
+            let json = (try? JSONSerialization.jsonObject(with: Data(event.data))) as? [String: Any]
+            #expect((json?["more"] as? Bool ?? false) == (index < first.count - 1), "every event but the last says more")
+            ids += (json?["auctions"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? String).flatMap { Int($0) } }
+        }
+        #expect(ids == Array(1...2_000))
+        change(hub, "5", from: "open", to: "closed")
+        let third = drain(hub.subscribe(to: ["auctions"], resume: .now(snapshot: true)))
+        #expect(third.first !== first.first, "a change makes the next snapshot anew")
     }
 
     @Test func aSubjectObservedTwiceThroughParentAndChildGetsEachEventOnce() {

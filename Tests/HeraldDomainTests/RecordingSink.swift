@@ -34,10 +34,11 @@ final class RecordingSink: ChangeSink {
 }
 
 extension DomainEvent {
-    /// The event's name on the wire (Herald's journal), nil for one observers are not told of.
+    /// The event's name on the wire (Herald's journal).
     var name: String? {
         switch self {
-        case .auctionOpened, .tripAdded: nil
+        case .auctionOpened: "auction"
+        case .tripAdded: "trip"
         case .bidPlaced: "bid"
         case .countdownTicked: "tick"
         case .auctionClosed: "closed"

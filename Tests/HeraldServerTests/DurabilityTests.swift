@@ -44,7 +44,7 @@ func temporaryDataDirectory() -> String { temporaryDirectory("herald-data") }
             #expect(after == text, "\(path) after the restart")
         }
         let replay = try server.stream("/units/events", headers: [("Last-Event-ID", "0")])
-        #expect(try replay.next(3).map(\.event) == ["unit", "unit", "removed"], "the whole history is kept")
+        #expect(try replay.next(3).map(\.event) == ["unit", "unit", "left"], "the whole history is kept")
         let auction = try server.stream("/auctions/2/events", headers: [("Last-Event-ID", idBeforeBids)])
         #expect(try auction.next(2).compactMap { ($0.json["bid"] as? [String: Any])?["bidder"] as? String } == ["ann", "bob"])
         let next = try #require(try client.post("/notifications/ping", #"{}"#).json["id"] as? String)

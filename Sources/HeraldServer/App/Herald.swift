@@ -57,9 +57,10 @@ public final class Herald: Sendable {
                 "store.location": "\(store.location)", "store.sequence": "\(stored.lastSequence)", "store.events": "\(stored.events.count)",
             ])
         }
+        // The journal declares the collections, whose members' changes in the history then read as such.
+        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
         hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: EventName($0.name), data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
-        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
         let subjects = Subjects(clock: clock, sink: journal)
         (self.hub, self.journal, self.subjects) = (hub, journal, subjects)
         do {

@@ -43,7 +43,7 @@ enum RouteTable {
     static func status(of topic: String, in subjects: Subjects) -> EventRoutes.TopicStatus {
         let known: Bool
         switch Topic(topic) {
-        case .currency, .units, .notification: return .exists
+        case .currency, .auctions, .trips, .units, .notification: return .exists
         case .auction(let id): known = AuctionID(id).map(subjects.auctions.exists) ?? false
         case .trip(let id): known = subjects.trips.exists(id)
         case .unit(let id): known = subjects.units.exists(id)

@@ -20,14 +20,37 @@ struct Record: Sendable {
     }
 }
 
-/// One entry of a collection subject (such as one unit in `units`).
+/// One entry of a collection subject (such as one unit in `units`), with the values its observers'
+/// filters look at (`status=open`).
 struct Member: Sendable {
     let collection: String
     let key: String
     let value: JSONValue?
+    var values: [String] = []
+
+    /// An auction in `auctions`: filtered by `status`.
+    static func auction(_ auction: Auction, json: JSONValue) -> Member {
+        Member(collection: AuctionHouse.collectionTopic, key: auction.id.description, value: json, values: filterValues(auction))
+    }
+
+    /// A trip in `trips`: filtered by `delayed`.
+    static func trip(_ trip: Trip, json: JSONValue) -> Member {
+        Member(collection: TripBoard.collectionTopic, key: trip.id, value: json, values: filterValues(trip))
+    }
+
+    /// A unit in `units` (nil: `id` removed): filtered by `status`.
+    static func unit(_ unit: HeraldDomain.Unit?, id: String) -> Member {
+        Member(collection: UnitStore.collectionTopic, key: id, value: unit?.json, values: unit.map(filterValues) ?? [])
+    }
+
+    static func filterValues(_ auction: Auction) -> [String] { ["status=" + auction.status.rawValue] }
+    static func filterValues(_ trip: Trip) -> [String] { ["delayed=" + (trip.delayed ? "true" : "false")] }
+    static func filterValues(_ unit: HeraldDomain.Unit) -> [String] { ["status=" + unit.status.rawValue] }
 }
 
 extension EventName {
+    /// An auction's full state, as `auctions` observers get every change of one (and its opening).
+    static let auction: EventName = "auction"
     static let bid: EventName = "bid"
     /// A countdown's second: news of the moment, never stored.
     static let tick: EventName = "tick"
@@ -74,13 +97,16 @@ extension Journal {
     static func entry(for event: DomainEvent, at now: Date) -> Entry {
         switch event {
         case .auctionOpened(let auction):
-            let topic = AuctionHouse.topic(auction.id)
-            return Entry(topic: topic, event: nil, values: [(topic, ["auction": auction.json(at: now)])], auction: auction)
+            let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
+            return Entry(topic: topic, event: .auction, payload: ["auction": json],
+                         tags: Membership.tags(before: nil, after: Member.filterValues(auction)),
+                         values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .bidPlaced(let bid, let auction):
             // Written once, and copied into the event, the auction's current value and the bid's answer.
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
-            return Entry(topic: topic, event: .bid, payload: ["bid": bid.json, "auction": json], values: [(topic, ["auction": json])],
-                         auction: auction, newBid: bid)
+            return Entry(topic: topic, event: .bid, payload: ["bid": bid.json, "auction": json],
+                         tags: Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
+                         values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction, newBid: bid)
         case .countdownTicked(let auction, let remaining):
             let topic = AuctionHouse.topic(auction.id)
             return Entry(topic: topic, event: .tick, payload: [
@@ -91,30 +117,37 @@ extension Journal {
         case .auctionClosed(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .closed, payload: ["auction": json, "winner": .optional(auction.winner)],
-                         values: [(topic, ["auction": json])], auction: auction)
-        case .unitSaved(let unit, let created):
+                         tags: Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
+                         values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
+        case .unitSaved(let unit, let previous):
             let topic = UnitStore.topic(unit.id), json = unit.json
-            return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(created)], values: [(topic, ["unit": json])],
-                         members: [Member(collection: UnitStore.collectionTopic, key: unit.id, value: json)],
+            return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(previous == nil)],
+                         tags: Membership.tags(before: previous.map(Member.filterValues), after: Member.filterValues(unit)),
+                         values: [(topic, ["unit": json])], members: [.unit(unit, id: unit.id)],
                          records: [Record(kind: RecordKind.unit, id: unit.id, document: unit.document)])
-        case .unitRemoved(let id):
-            let topic = UnitStore.topic(id)
-            return Entry(topic: topic, event: .removed, payload: ["id": .string(id)], values: [(topic, nil)],
-                         members: [Member(collection: UnitStore.collectionTopic, key: id, value: nil)],
-                         records: [Record(kind: RecordKind.unit, id: id, document: nil)])
+        case .unitRemoved(let previous):
+            let id = previous.id, topic = UnitStore.topic(id)
+            return Entry(topic: topic, event: .removed, payload: ["id": .string(id)],
+                         tags: Membership.tags(before: Member.filterValues(previous), after: nil), values: [(topic, nil)],
+                         members: [.unit(nil, id: id)], records: [Record(kind: RecordKind.unit, id: id, document: nil)])
         case .currencyChanged(let currency, let previous):
             return Entry(topic: CurrencySetting.topic, event: .currency,
                          payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
                          values: [(CurrencySetting.topic, currency.json)],
                          records: [Record(kind: RecordKind.currency, id: "default", document: ["default": .string(currency.rawValue)])])
         case .tripAdded(let trip):
-            let topic = TripBoard.topic(trip.id)
-            return Entry(topic: topic, event: nil, values: [(topic, ["trip": trip.json(locale: Trip.eventLocale)])],
-                         records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
+            let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(locale: Trip.eventLocale).bytes)
+            return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": []],
+                         tags: Membership.tags(before: nil, after: Member.filterValues(trip)), values: [(topic, ["trip": json])],
+                         members: [.trip(trip, json: json)], records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
         case .tripMoved(let trip, let changed):
-            let topic = TripBoard.topic(trip.id), json = trip.json(locale: Trip.eventLocale)
+            let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(locale: Trip.eventLocale).bytes)
+            // Whether it was delayed before: the flag flipped if `delayed` is among the changed fields.
+            let wasDelayed = changed.contains(.delayed) ? !trip.delayed : trip.delayed
             return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": .array(changed.map { .string($0.rawValue) })],
-                         tags: changed.map(\.rawValue), values: [(topic, ["trip": json])],
+                         tags: changed.map(\.rawValue)
+                            + Membership.tags(before: ["delayed=" + (wasDelayed ? "true" : "false")], after: Member.filterValues(trip)),
+                         values: [(topic, ["trip": json])], members: [.trip(trip, json: json)],
                          records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
         }
     }

@@ -103,7 +103,9 @@ final class Journal: ChangeSink {
         self.store = store
         self.logger = logger
         self.state = ThreadBound(State(sequence: lastSequence), owner: writer.thread)
-        declareCollection(UnitStore.collectionTopic, arrayName: "units")
+        hub.declareCollection(AuctionHouse.collectionTopic, arrayName: "auctions", itemName: .auction)
+        hub.declareCollection(TripBoard.collectionTopic, arrayName: "trips", itemName: .trip)
+        hub.declareCollection(UnitStore.collectionTopic, arrayName: "units", itemName: .unit)
         writer.batches(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() })
     }
 
@@ -118,15 +120,21 @@ final class Journal: ChangeSink {
         var members: [Member] = []
         for state in states {
             switch state {
-            case .auction(let auction): values.append((AuctionHouse.topic(auction.id), ["auction": auction.json(at: now)]))
-            case .trip(let trip): values.append((TripBoard.topic(trip.id), ["trip": trip.json(locale: Trip.eventLocale)]))
+            case .auction(let auction):
+                let json = JSONValue.encoded(auction.json(at: now).bytes)
+                values.append((AuctionHouse.topic(auction.id), ["auction": json]))
+                members.append(.auction(auction, json: json))
+            case .trip(let trip):
+                let json = JSONValue.encoded(trip.json(locale: Trip.eventLocale).bytes)
+                values.append((TripBoard.topic(trip.id), ["trip": json]))
+                members.append(.trip(trip, json: json))
             case .currency(let currency): values.append((CurrencySetting.topic, currency.json))
             case .unit(let unit):
                 values.append((UnitStore.topic(unit.id), ["unit": unit.json]))
-                members.append(Member(collection: UnitStore.collectionTopic, key: unit.id, value: unit.json))
+                members.append(.unit(unit, id: unit.id))
             case .unitRemoved(let id):
                 values.append((UnitStore.topic(id), nil))
-                members.append(Member(collection: UnitStore.collectionTopic, key: id, value: nil))
+                members.append(.unit(nil, id: id))
             }
         }
         hub.set(Self.updates(values, members))
@@ -364,15 +372,9 @@ final class Journal: ChangeSink {
         return DomainError(kind, message, cause: "store commit failed on \(topic): \(error)")
     }
 
-    func declareCollection(_ topic: String, arrayName: String) {
-        // `{"topic":…,"units":[]}` split before its closing `]}`: members go in between.
-        let empty = Self.data(topic: topic, payload: .object([(arrayName, .array([]))]))
-        hub.declareCollection(topic, prefix: Array(empty.dropLast(2)), suffix: Array(empty.suffix(2)))
-    }
-
     private static func updates(_ values: [(topic: String, value: JSONValue?)], _ members: [Member]) -> [Hub.Update] {
         values.map { entry in Hub.Update(topic: entry.topic, value: entry.value.map { data(topic: entry.topic, payload: $0) }) }
-            + members.map { Hub.Update.member(of: $0.collection, key: $0.key, value: $0.value?.bytes) }
+            + members.map { Hub.Update.member(of: $0.collection, key: $0.key, value: $0.value?.bytes, values: $0.values) }
     }
 
     /// An auction's fields as the store keeps them.

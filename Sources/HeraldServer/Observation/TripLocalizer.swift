@@ -12,11 +12,22 @@ struct TripLocalizer: Sendable {
 
     /// The frame for `event` in this locale, or nil to send the shared one.
     func frame(for event: Event) -> [UInt8]? {
+        if case .trips = Topic(event.topic), event.name == .snapshot { return collectionFrame(for: event) }
         guard case .trip = Topic(event.topic), event.name == .snapshot || event.name == .trip,
               case .object(let members)? = try? JSONValue.parse(event.data),
               let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Trip(document: $0.1) })
         else { return nil }
         let localized = JSONValue.object(members.map { $0.0 == "trip" ? ("trip", trip.json(locale: locale)) : $0 })
+        return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name.text, data: localized.bytes))
+    }
+
+    /// A `trips` snapshot with each trip's strings in this locale.
+    private func collectionFrame(for event: Event) -> [UInt8]? {
+        guard case .object(let members)? = try? JSONValue.parse(event.data) else { return nil }
+        let localized = JSONValue.object(members.map { name, value in
+            guard name == "trips", case .array(let trips) = value else { return (name, value) }
+            return (name, .array(trips.map { Trip(document: $0)?.json(locale: locale) ?? $0 }))
+        })
         return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name.text, data: localized.bytes))
     }
 

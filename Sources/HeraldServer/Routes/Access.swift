@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldAuth
+import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
 
@@ -59,7 +60,10 @@ struct Access: Sendable {
             throw Self.unauthorized("a stream needs a token: Authorization: Bearer <jwt>, the \(Self.cookie) cookie, or ?access_token=")
         }
         let verified = try verify(token, with: verifier)
-        if let denied = topics.first(where: { !verified.grants.maySubscribe($0) }) {
+        let allowed = { (topic: String) in
+            Topic(topic)?.isCollection == true ? verified.grants.maySubscribe(collection: topic) : verified.grants.maySubscribe(topic)
+        }
+        if let denied = topics.first(where: { !allowed($0) }) {
             throw Problem(status: .forbidden, detail: "the token may not subscribe to '\(RequestGuard.printable(denied))'",
                           extra: [("topic", .string(denied))])
         }

@@ -24,34 +24,109 @@ struct EventRoutes: Sendable {
     /// Most subjects one connection may observe.
     static let maxTopics = 64
 
-    func stream(_ request: Request, topics: [String]) throws -> Response {
+    func stream(_ request: Request, topics: [String], filters: [String: CollectionFilter] = [:]) throws -> Response {
         // Who asks comes first: without a token, whether a subject exists is not told.
         let expires = try access.watcher(request, topics: topics)
+        try checkTopics(topics)
+        let subscription = hub.subscribe(to: topics, collections: filters, resume: try resumePoint(request), queueLimit: queueLimit,
+                                         filter: try filter(request))
+        // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
+        let locale = request.locale
+        let localized = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } }
+            && locale.identifier != Trip.eventLocale.identifier
+        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil, expires: expires))
+    }
+
+    /// 404 for a topic naming no subject, 400 for one that could name none.
+    func checkTopics(_ topics: [String]) throws {
         for topic in topics {
             switch check(topic) {
             case .exists: continue
             case .unknown: throw Problem(status: .notFound, detail: "no subject '\(RequestGuard.printable(topic))'")
             case .malformed:
-                throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, units, "
-                              + "auctions/{id}, trips/{id}, units/{id} and notifications/{name}")
+                throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, "
+                              + "auctions, trips, units, auctions/{id}, trips/{id}, units/{id} and notifications/{name}")
             }
         }
-        let subscription = hub.subscribe(to: topics, resume: try resumePoint(request), queueLimit: queueLimit,
-                                         filter: try filter(request))
-        // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
-        let locale = request.locale
-        let localized = topics.contains { if case .trip = Topic($0) { true } else { false } } && locale.identifier != Trip.eventLocale.identifier
-        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil, expires: expires))
     }
 
     /// `GET /events?topic=…&topic=…`.
     func streamMany(_ request: Request) throws -> Response {
-        // A topic named twice is observed once.
-        var seen = Set<String>()
-        let topics = request.queryValues("topic").filter { seen.insert($0).inserted }
+        let (topics, filters) = try Self.topics(request)
+        return try stream(request, topics: topics, filters: filters)
+    }
+
+    /// The topics `?topic=` names, each once, and the filters of the collections among them
+    /// (`topic=auctions;status=open`, `topic=units;status=wounded,dead`).
+    static func topics(_ request: Request) throws -> (topics: [String], filters: [String: CollectionFilter]) {
+        var topics: [String] = [], filters: [String: CollectionFilter] = [:]
+        for named in request.queryValues("topic") {
+            var parts = named.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+            let topic = parts.removeFirst()
+            var fields: [(String, String)] = []
+            for part in parts {
+                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                guard pair.count == 2 else {
+                    throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(part))' is not a filter: write field=value, "
+                                  + "as in topic=auctions;status=open")
+                }
+                fields.append((pair[0], pair[1]))
+            }
+            let filter = try collectionFilter(topic, fields)
+            if topics.contains(topic) {
+                // A topic named twice is observed once; a collection named with two filters is a mistake.
+                guard filters[topic] == filter else {
+                    throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is named with two filters; name it once")
+                }
+                continue
+            }
+            topics.append(topic)
+            if let filter { filters[topic] = filter }
+        }
         guard !topics.isEmpty else { throw Problem(status: .badRequest, detail: "name at least one subject: /events?topic=currency&topic=auctions/1") }
-        guard topics.count <= Self.maxTopics else { throw Problem(status: .badRequest, detail: "at most \(Self.maxTopics) topics per stream") }
-        return try stream(request, topics: topics)
+        guard topics.count <= maxTopics else { throw Problem(status: .badRequest, detail: "at most \(maxTopics) topics per stream") }
+        return (topics, filters)
+    }
+
+    /// What each collection's members may be filtered by, and the values each field takes.
+    static let collectionFields: [String: [String: [String]]] = [
+        AuctionHouse.collectionTopic: ["status": Auction.Status.allCases.map(\.rawValue)],
+        TripBoard.collectionTopic: ["delayed": ["true", "false"]],
+        UnitStore.collectionTopic: ["status": HeraldDomain.Unit.Status.allCases.map(\.rawValue)],
+    ]
+
+    /// The filter `fields` (name and comma-separated values) make for `topic`: nil for none, 400 for a
+    /// field the topic has not, a value the field never takes, or a filter on a topic that is no collection.
+    static func collectionFilter(_ topic: String, _ fields: [(String, String)]) throws -> CollectionFilter? {
+        guard !fields.isEmpty else { return nil }
+        guard let known = collectionFields[topic] else {
+            throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a collection: only auctions, trips and units take filters")
+        }
+        var filter: [String: Set<String>] = [:]
+        for (field, text) in fields {
+            guard let values = known[field] else {
+                throw Problem(status: .badRequest, detail: "\(topic) cannot be filtered by '\(RequestGuard.printable(field))': "
+                              + "it can by \(known.keys.sorted().joined(separator: ", "))")
+            }
+            let named = text.split(separator: ",").map { String($0).trimmingSpacesAndTabs }
+            if let wrong = named.first(where: { !values.contains($0) }) ?? (named.isEmpty ? "" : nil) {
+                throw Problem(status: .badRequest, detail: "\(field) must be \(values.joined(separator: ", ")) (or several, comma-separated), "
+                              + "not '\(RequestGuard.printable(wrong))'")
+            }
+            guard filter[field] == nil else { throw Problem(status: .badRequest, detail: "\(field) is named twice; list its values once, comma-separated") }
+            filter[field] = Set(named)
+        }
+        return CollectionFilter(filter)
+    }
+
+    /// `GET /auctions/events?status=…` and the like: a collection, filtered by its fields in the query.
+    func streamCollection(_ request: Request, _ topic: String) throws -> Response {
+        let fields = (Self.collectionFields[topic] ?? [:]).keys.sorted().compactMap { field -> (String, String)? in
+            let values = request.queryValues(field)
+            return values.isEmpty ? nil : (field, values.joined(separator: ","))
+        }
+        let filter = try Self.collectionFilter(topic, fields)
+        return try stream(request, topics: [topic], filters: filter.map { [topic: $0] } ?? [:])
     }
 
     /// Trip fields `?fields=` may name.

@@ -26,6 +26,7 @@ extension Routes {
             return paging.response("auctions", page.entries.map { $0.json(at: now) }, more: page.more,
                                    lastKey: page.entries.last?.id.description, request: request)
         }
+        add(.get, "/auctions/events") { request in try events.streamCollection(request, AuctionHouse.collectionTopic) }
         add(.get, "/auctions/{id}") { request in
             let auction = try auctions.get(try request.auctionID())
             return Response(status: .ok, headers: Response.jsonHeaders, body: .bytes(encodings.bytes(of: auction, at: auctions.now)))

@@ -15,10 +15,17 @@ extension Routes {
         }
         add(.get, "/trips") { request in
             let paging = try Paging(request), locale = request.locale
-            let page = paging.page(trips.trips(after: try paging.numericAfter()))
+            let delayed: Bool? = switch request.query("delayed") {
+            case nil: nil
+            case "true": true
+            case "false": false
+            case let other?: throw Problem(status: .badRequest, detail: "delayed must be true or false, not '\(RequestGuard.printable(other))'")
+            }
+            let page = paging.page(trips.trips(after: try paging.numericAfter()).filter { delayed == nil || $0.delayed == delayed })
             return paging.response("trips", page.entries.map { $0.json(locale: locale) }, more: page.more,
                                    lastKey: page.entries.last?.id, request: request)
         }
+        add(.get, "/trips/events") { request in try events.streamCollection(request, TripBoard.collectionTopic) }
         add(.get, "/trips/{id}") { request in .json(try trips.get(request.parameter("id")).json(locale: request.locale)) }
         let replicated = replicated
         write(.patch, "/trips/{id}", topic: "trips/{id}") { request, _ in

@@ -7,10 +7,20 @@ extension Routes {
     mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
         add(.get, "/units") { request in
             let paging = try Paging(request)
-            let page = paging.page(units.units(after: paging.after))
+            // `?status=wounded,dead`: units with any of those statuses.
+            let named = request.queryValues("status").flatMap { $0.split(separator: ",").map { String($0).trimmingSpacesAndTabs } }
+            var statuses: Set<HeraldDomain.Unit.Status> = []
+            for name in named {
+                guard let status = HeraldDomain.Unit.Status(rawValue: name) else {
+                    throw Problem(status: .badRequest, detail: "status must be healthy, wounded or dead (or several, comma-separated), "
+                                  + "not '\(RequestGuard.printable(name))'")
+                }
+                statuses.insert(status)
+            }
+            let page = paging.page(units.units(after: paging.after).filter { statuses.isEmpty || statuses.contains($0.status) })
             return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
-        add(.get, "/units/events") { request in try events.stream(request, topics: [UnitStore.collectionTopic]) }
+        add(.get, "/units/events") { request in try events.streamCollection(request, UnitStore.collectionTopic) }
         add(.get, "/units/{id}") { request in .json(try units.get(request.parameter("id")).json) }
         write(.put, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
