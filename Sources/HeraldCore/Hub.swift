@@ -342,7 +342,7 @@ public final class Hub: Sendable {
             var collections: [String: CollectionFilter] = [:]
             for topic in topics where state.subjects[topic]?.collection != nil { collections[topic] = filters[topic] ?? CollectionFilter() }
             let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
-                                    filter: filter)
+                                    filter: filter, startedAt: state.sequence)
             state.nextObserverId += 1
             var initial = initialEvents(for: observer, resume: resume, in: &state)
             if initial.isEmpty, case .now = resume {

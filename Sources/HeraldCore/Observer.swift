@@ -38,10 +38,13 @@ final class Observer: Sendable {
     let collections: [String: CollectionFilter]
     let filter: (@Sendable (Event) -> Bool)?
     let state: Lock<State>
+    /// The last sequence number published when it subscribed: its first events cover everything up to it.
+    let startedAt: UInt64
 
     init(id: UInt64, interests: [String], collections: [String: CollectionFilter] = [:], limit: Int,
-         filter: (@Sendable (Event) -> Bool)?) {
+         filter: (@Sendable (Event) -> Bool)?, startedAt: UInt64 = 0) {
         self.id = id
+        self.startedAt = startedAt
         self.interests = interests
         self.collections = collections
         self.filter = filter

@@ -33,6 +33,10 @@ public final class Subscription: Sendable {
 
     deinit { cancel() }
 
+    /// The last sequence number published when it subscribed: its first events (snapshot or replay)
+    /// cover every event up to it.
+    public var startedAt: UInt64 { observer.startedAt }
+
     /// Sets the function called, on the publisher's thread and outside every lock, when events
     /// arrive after a poll returned `.idle` (with `false`), or when the subscription ends (with `true`).
     public func setWaker(_ waker: @escaping Waker) {

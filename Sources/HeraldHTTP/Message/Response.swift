@@ -6,6 +6,8 @@ public struct Response: Sendable {
     public enum Body: Sendable {
         case bytes([UInt8])
         case eventStream(any EventFeed)
+        /// An answer that waits for something to happen (`HeldRequest`), on the stream engine.
+        case held(any HeldRequest)
         /// An answer made on another thread (a change waiting for the writer): the connection waits,
         /// suspended, while the thread that serves every other request goes on. The final response
         /// gets this response's headers too (CORS adds them on the way out).

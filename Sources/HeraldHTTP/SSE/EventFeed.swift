@@ -8,6 +8,8 @@ public enum FeedPoll: Sendable {
     case idle
     /// The feed is over; the stream closes and the client may reconnect.
     case finished
+    /// What was appended is the feed's last: once it is written, the body ends cleanly.
+    case complete
 }
 
 /// The source of an SSE stream. The stream engine takes its frames when the socket can be written,
@@ -28,10 +30,16 @@ public protocol EventFeed: AnyObject, Sendable {
     var eventsTaken: Int { get }
     /// The feed finished because its client fell too far behind (a slow consumer).
     var overflowed: Bool { get }
+    /// Whether the engine may write heartbeat comments to the stream (not before a held answer's head).
+    var heartbeats: Bool { get }
+    /// The stream ends cleanly now (its time ran out, or the server stops): the feed's last bytes.
+    func last(into out: inout [UInt8])
 }
 
 extension EventFeed {
     public var expires: Date? { nil }
     public var eventsTaken: Int { 0 }
     public var overflowed: Bool { false }
+    public var heartbeats: Bool { true }
+    public func last(into out: inout [UInt8]) {}
 }

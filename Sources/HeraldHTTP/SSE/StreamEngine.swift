@@ -335,6 +335,11 @@ public final class StreamEngine: Sendable {
                 drop(stream, .clientLeft)
                 return
             }
+            if stream.peerFinished, !stream.feed.heartbeats {
+                // A held request's client that closed its side is gone for a long-poll's purposes.
+                drop(stream, .clientLeft)
+                return
+            }
             if stream.peerFinished, !wasFinished, !stream.hasPending {
                 // Half-closed, or gone: a heartbeat to a closed socket is answered with a reset.
                 stream.load(Self.heartbeatBuffer)
@@ -382,10 +387,17 @@ public final class StreamEngine: Sendable {
             case .taken:
                 // An empty chunk would end the body.
                 if buffer.count > EventStream.headroom { stream.load(buffer) }
+            case .complete:
+                if buffer.count > EventStream.headroom { stream.load(buffer) }
+                stream.ending = true
+                if stream.framing == .chunked { stream.out += Self.lastChunk }
             case .idle:
                 if stream.closing == .graceful {
                     stream.ending = true
-                    if stream.framing == .chunked { stream.out = Self.lastChunk }
+                    var last = EventStream.buffer()
+                    stream.feed.last(into: &last)
+                    if last.count > EventStream.headroom { stream.load(last) }
+                    if stream.framing == .chunked { stream.out += Self.lastChunk }
                 }
                 if !stream.ending { return }
             case .finished:
@@ -406,7 +418,7 @@ public final class StreamEngine: Sendable {
     /// could not write through two rounds has a client that stopped reading, and is dropped (it
     /// resumes with `Last-Event-ID` when it reconnects).
     private func heartbeatRound() {
-        for stream in Array(loop.streams.values) {
+        for stream in Array(loop.streams.values) where stream.feed.heartbeats {
             switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.ending) {
             case .nothing: continue
             case .stoppedReading: drop(stream, .slowConsumer)

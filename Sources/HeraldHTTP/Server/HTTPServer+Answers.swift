@@ -16,6 +16,11 @@ extension HTTPServer {
             return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited,
                             method: method, context: context)
         }
+        if case .held(let held) = response.body, method != "HEAD" {
+            // The engine writes the whole answer, head too, once it is ready.
+            return handOver(HeldFeed(held, extraHeaders: response.headers), head: response.headers, writesHead: false,
+                            connection: connection, framing: .closeDelimited, method: method, context: context)
+        }
         report(response.status.code, method: method, context: context, isStream: false)
         return queue(response, on: connection, method: method, chunked: chunked)
     }
@@ -71,6 +76,13 @@ extension HTTPServer {
             mhdResponse = bytes.withUnsafeBytes { buffer in
                 MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
             }
+        case .held(let held):
+            // HEAD: the answer as it stands now, without waiting.
+            let now = held.answer(final: true) ?? Problem(status: .internalServerError, detail: "the answer was not made").response
+            held.close()
+            var answer = now
+            answer.headers = now.headers + response.headers
+            return queue(answer, on: connection, method: method)
         case .eventStream(let feed):
             // Handed over in `answer`; one that reaches here is the handler's mistake.
             feed.close()
@@ -95,14 +107,15 @@ extension HTTPServer {
     /// `MHD_USE_TURBO` it does not `shutdown` the socket (connection.c:796), and it removes the
     /// socket from its epoll set before closing (daemon.c:3824). A request pipelined after a stream
     /// is never answered, as a stream does not end.
-    private func handOver(_ feed: any EventFeed, head headers: HTTPFields, connection: OpaquePointer,
+    /// A held request (`writesHead` false) gets no head and no preamble: its feed writes the whole answer.
+    private func handOver(_ feed: any EventFeed, head headers: HTTPFields, writesHead: Bool = true, connection: OpaquePointer,
                           framing: StreamFraming, method: String, context: RequestContext) -> MHD_Result {
         let shuttingDown = draining.load(ordering: .sequentiallyConsistent)
         let socket = shuttingDown ? -1 : clinux_dup(cmhd_connection_fd(connection))
-        var start = StreamHead.bytes(headers: headers, framing: framing)
+        var start = writesHead ? StreamHead.bytes(headers: headers, framing: framing) : []
         // Counted here: once the engine has the stream, its thread takes from the feed and counts too.
         var taken = 0
-        if socket >= 0 {
+        if socket >= 0, writesHead {
             var body = EventStream.buffer()
             body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
             _ = feed.take(into: &body, limit: EventStream.writeSize)

@@ -17,6 +17,8 @@ enum RouteTable {
         routes.addUnits(subjects.units, events: events)
         routes.addNotifications(journal, events: events)
         routes.add(.get, "/events") { request in try events.streamMany(request) }
+        let changes = Changes(events: events)
+        routes.add(.get, "/changes") { request in try changes.answer(request) }
         routes.add(.get, "/health") { _ in
             .json([
                 "status": "ok", "observers": .integer(hub.observerCount), "subjects": .integer(hub.subjects.count),

@@ -147,7 +147,7 @@ struct EventRoutes: Sendable {
     }
 
     /// `?fields=` keeps only trip changes touching those fields; `?object=` only that object's notifications.
-    private func filter(_ request: Request) throws -> (@Sendable (Event) -> Bool)? {
+    func filter(_ request: Request) throws -> (@Sendable (Event) -> Bool)? {
         let fields = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { $0.trimmingSpacesAndTabs } }.filter { !$0.isEmpty })
         if let unknown = fields.subtracting(Self.tripFields).sorted().first {
             throw Problem(status: .badRequest, detail: "unknown field '\(unknown)': fields are \(Self.tripFields.sorted().joined(separator: ", "))")

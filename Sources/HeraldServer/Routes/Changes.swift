@@ -1,0 +1,137 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldHTTP
+import HeraldJSON
+import HeraldThreads
+
+/// `GET /changes?topic=…&after=N&wait=S`: what a stream of those topics would have sent after event
+/// `N`, as one JSON answer, for clients that cannot hold a stream. With nothing newer, the request is
+/// held (on the stream engine, as a stream is) until an event comes or `wait` seconds pass.
+struct Changes: Sendable {
+    let events: EventRoutes
+
+    /// Longest `wait`, in seconds.
+    static let maxWait = 30
+    /// Most events in one answer; `last` then says where the next request goes on from.
+    static let maxEvents = 1_000
+
+    func answer(_ request: Request) throws -> Response {
+        let (topics, filters) = try EventRoutes.topics(request)
+        let expires = try events.access.watcher(request, topics: topics)
+        try events.checkTopics(topics)
+        let wait: Int
+        switch request.query("wait") {
+        case nil: wait = 0
+        case let text?:
+            guard text.isASCIIDigits, text.utf8.count <= 2, let seconds = Int(text), seconds <= Self.maxWait else {
+                throw Problem(status: .badRequest, detail: "wait must be a whole number of seconds from 0 to \(Self.maxWait), not '\(RequestGuard.printable(text))'")
+            }
+            wait = seconds
+        }
+        guard let text = request.query("after") else {
+            // No position yet: the answer says where to start (read the state, then ask after it).
+            return ChangesPoll.response([], last: events.hub.lastEventId)
+        }
+        guard text.isASCIIDigits, text.utf8.count <= 20, let after = UInt64(text) else {
+            throw Problem(status: .badRequest, detail: "after must be an event id (digits), not '\(RequestGuard.printable(text))'")
+        }
+        let subscription = events.hub.subscribe(to: topics, collections: filters, resume: .after(after), queueLimit: events.queueLimit,
+                                                filter: try events.filter(request))
+        let until = min(events.access.now().addingTimeInterval(TimeInterval(wait)), expires ?? .distantFuture)
+        let poll = ChangesPoll(subscription, after: after, until: until)
+        if poll.isStale {
+            poll.close()
+            throw Problem(status: .conflict, detail: "event \(after) is older than the history kept (or newer than the last): "
+                          + "read the state again (the list or the subject), then ask for changes after the id it came with "
+                          + "(a stream's first event, or /changes without after)", extra: [("lastEventId", .string(String(events.hub.lastEventId)))])
+        }
+        if wait == 0 || poll.hasEvents {
+            defer { poll.close() }
+            return poll.answer(final: true) ?? ChangesPoll.response([], last: after)
+        }
+        return .held(poll)
+    }
+}
+
+/// One `/changes` request's subscription, until it is answered: the replay after `after`, then the
+/// live events that come while it is held.
+final class ChangesPoll: HeldRequest {
+    private struct State {
+        var events: [Event] = []
+        var stale = false
+        var ended = false
+    }
+
+    private let subscription: Subscription
+    private let after: UInt64
+    let until: Date
+    private let state = Lock(State())
+
+    init(_ subscription: Subscription, after: UInt64, until: Date) {
+        self.subscription = subscription
+        self.after = after
+        self.until = until
+        collect()
+    }
+
+    /// `after` is older than the history, or from the future: the hub answered with a resync.
+    var isStale: Bool { state.withLock { $0.stale } }
+    var hasEvents: Bool { state.withLock { !$0.events.isEmpty } }
+
+    /// Takes what the subscription has queued: durable events only (a countdown's tick has no id to
+    /// go on from, and a replay never holds one), up to `Changes.maxEvents`.
+    private func collect() {
+        state.withLock { state in
+            while state.events.count < Changes.maxEvents, !state.stale, !state.ended {
+                switch subscription.poll(limit: Changes.maxEvents - state.events.count) {
+                case .idle: return
+                case .ended: state.ended = true
+                case .events(let events):
+                    for event in events {
+                        if event.name == "resync" { state.stale = true }
+                        if event.durable, event.name != .position, event.name != .snapshot { state.events.append(event) }
+                    }
+                }
+            }
+        }
+    }
+
+    func answer(final: Bool) -> Response? {
+        collect()
+        let (events, ended) = state.withLock { ($0.events, $0.ended) }
+        guard !events.isEmpty || final || ended else { return nil }
+        // Every event up to where it subscribed is in its replay: with all of them taken, the answer
+        // covers that far even when they were other topics'.
+        let truncated = events.count >= Changes.maxEvents
+        let last = truncated ? events.last?.id ?? after : max(events.last?.id ?? after, subscription.startedAt, after)
+        return Self.response(events, last: last)
+    }
+
+    func setWaker(_ waker: @escaping @Sendable (Bool) -> Void) { subscription.setWaker(waker) }
+
+    func close() { subscription.cancel() }
+
+    /// `{"events":[{"id":…,"event":…,"data":…}],"last":…}`, each event's data as it was published.
+    static func response(_ events: [Event], last: UInt64) -> Response {
+        var body: [UInt8] = Array(#"{"events":["#.utf8)
+        body.reserveCapacity(events.reduce(64) { $0 + $1.data.count + 48 })
+        for (index, event) in events.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: #"{"id":""#.utf8)
+            body.append(contentsOf: String(event.id).utf8)
+            body.append(contentsOf: #"","event":"#.utf8)
+            JSONValue.string(event.name.text).write(to: &body)
+            body.append(contentsOf: #","data":"#.utf8)
+            body.append(contentsOf: event.data.isEmpty ? Array("null".utf8) : event.data)
+            body.append(UInt8(ascii: "}"))
+        }
+        body.append(contentsOf: #"],"last":""#.utf8)
+        body.append(contentsOf: String(last).utf8)
+        body.append(contentsOf: #""}"#.utf8)
+        return Response(status: .ok, headers: headers, body: .bytes(body))
+    }
+
+    /// Never stored by a cache: the same URL answers differently as events come.
+    static let headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
+}
