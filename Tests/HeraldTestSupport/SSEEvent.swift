@@ -6,6 +6,12 @@ public struct SSEEvent: Sendable, Equatable {
     public var event: String?
     public var data: String
 
+    public init(id: String?, event: String?, data: String) {
+        self.id = id
+        self.event = event
+        self.data = data
+    }
+
     /// `data` parsed as a JSON object.
     public var json: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(data.utf8))) as? [String: Any] ?? [:]
