@@ -174,3 +174,28 @@ def test_the_page_has_an_icon(herald):
     with urllib.request.urlopen(herald.origin + "/favicon.ico") as response:
         assert response.headers["Content-Type"] == "image/svg+xml"
         assert response.read().startswith(b"<svg")
+
+
+def lobby(browser):
+    """The lobby as shown: auction id -> its price."""
+    # Read in one script: the list is redrawn on every event, so elements found one by one go stale.
+    return dict(browser.execute_script(
+        "return [...document.querySelectorAll('#lobby li')].map((li) => [li.dataset.auction, li.querySelector('.price').textContent])"))
+
+
+def test_the_lobby_follows_new_auctions_bids_and_closes_without_a_reload(herald, page):
+    first, second = page
+    marker = first.find_element(By.ID, "lobby")  # a reload would make it stale
+    created = herald.request("POST", "/auctions", {"item": "Lobby lamp", "countdownSeconds": 1, "startingPrice": 5})
+    auction = created["id"]
+    for browser in page:
+        wait(browser, lambda: lobby(browser).get(auction) == "5", 20, "a new auction enters every lobby")
+    herald.request("POST", f"/auctions/{auction}/bids", {"bidder": "ann", "amount": 40})
+    for browser in page:
+        wait(browser, lambda: lobby(browser).get(auction) == "40", 20, "the bid's price shows in every lobby")
+    # One second after the bid the countdown closes the auction: it leaves the open lobby.
+    for browser in page:
+        wait(browser, lambda: auction not in lobby(browser), 20, "a closed auction leaves every lobby")
+    assert marker.get_attribute("id") == "lobby", "the same page all along (after a reload the element would be stale)"
+    listed = herald.request("GET", "/auctions?status=open&limit=1000")["auctions"]
+    assert set(lobby(second)) == {entry["id"] for entry in listed}, "the lobby is the list of open auctions"

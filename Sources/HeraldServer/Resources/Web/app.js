@@ -8,6 +8,10 @@ const view = {
   tripId: null,
   notificationName: "hello",
   units: new Map(),
+  // The lobby: the open auctions by id, kept from the `auctions;status=open` collection's events.
+  lobby: new Map(),
+  // The lobby's snapshot is still arriving (`more: true`).
+  lobbyFilling: false,
   source: null,
   retryMs: 3000,
   resyncedUntil: 0,
@@ -66,7 +70,7 @@ async function attempt(problemId, action) {
 // ---- The one stream ---------------------------------------------------------------------------
 
 function topics() {
-  const list = ["currency", "units", `notifications/${view.notificationName}`];
+  const list = ["auctions;status=open", "currency", "units", `notifications/${view.notificationName}`];
   if (view.auctionId) list.unshift(`auctions/${view.auctionId}`);
   if (view.tripId) list.push(`trips/${view.tripId}`);
   return list;
@@ -109,13 +113,19 @@ function subscribe() {
     view.resyncedUntil = Date.now() + 4000;
     setConnection("resynced", "resynced");
   });
-  on("bid", (data) => showAuction(data.auction));
+  // The selected auction's own events come once, as `bid` and `closed`; the lobby follows them too.
+  on("bid", (data) => { showAuction(data.auction); lobbyPut(data.auction); });
   on("tick", (data) => showRemaining(data.remainingSeconds));
-  on("closed", (data) => showAuction(data.auction));
+  on("closed", (data) => { showAuction(data.auction); lobbyPut(data.auction); });
+  on("auction", (data) => lobbyPut(data.auction));
   on("currency", (data) => { $("currency-select").value = data.default; });
   on("trip", (data) => showTrip(data.trip));
   on("unit", (data) => { view.units.set(data.unit.id, data.unit); showUnits(); });
-  on("removed", (data) => { view.units.delete(data.id); showUnits(); });
+  on("left", (data) => {
+    // A member that left its collection's filter (or was removed): a unit gone, an auction closed.
+    if (data.topic.startsWith("units/")) { view.units.delete(data.id); showUnits(); }
+    if (data.topic.startsWith("auctions/")) { view.lobby.delete(data.id); showLobby(); }
+  });
   on("notification", logNotification);
 }
 
@@ -124,6 +134,13 @@ function snapshot(data) {
   if (kind === "auctions") showAuction(data.auction);
   if (kind === "currency") showCurrency(data);
   if (kind === "trips") showTrip(data.trip);
+  if (data.topic === "auctions") {
+    // A large lobby comes in several snapshot events; the first of them starts the map anew.
+    if (!view.lobbyFilling) view.lobby = new Map();
+    for (const auction of data.auctions) view.lobby.set(auction.id, auction);
+    view.lobbyFilling = data.more === true;
+    showLobby();
+  }
   if (data.topic === "units") {
     view.units = new Map(data.units.map((unit) => [unit.id, unit]));
     showUnits();
@@ -153,6 +170,37 @@ function showAuction(auction) {
   $("bid-button").disabled = closed;
   const amount = $("amount");
   if (!amount.value || Number(amount.value) <= auction.price) amount.placeholder = `more than ${auction.price}`;
+}
+
+/** An auction's new state in the lobby: shown while open, gone once closed. */
+function lobbyPut(auction) {
+  if (!auction) return;
+  if (auction.status === "open") view.lobby.set(auction.id, auction);
+  else view.lobby.delete(auction.id);
+  showLobby();
+}
+
+function showLobby() {
+  const auctions = [...view.lobby.values()].sort((a, b) => Number(a.id) - Number(b.id));
+  $("lobby-empty").hidden = auctions.length > 0;
+  $("lobby").replaceChildren(...auctions.map((auction) => {
+    const item = document.createElement("li");
+    item.dataset.auction = auction.id;
+    const pick = document.createElement("button");
+    pick.type = "button";
+    pick.className = "name";
+    pick.textContent = `#${auction.id} ${auction.item}`;
+    pick.setAttribute("aria-label", `Show auction ${auction.id}, ${auction.item}`);
+    pick.addEventListener("click", async () => {
+      await loadAuctions(auction.id);
+      subscribe();
+    });
+    const price = document.createElement("span");
+    price.className = "price";
+    price.textContent = String(auction.price);
+    item.append(pick, price);
+    return item;
+  }));
 }
 
 function showRemaining(seconds) {
