@@ -24,11 +24,15 @@ struct BenchCommand: ParsableCommand {
     var holdSeconds: Double?
     @Flag(help: "Send every bid at once on one connection (pipelined), then read the answers.")
     var pipelined = false
+    @Option(help: "Subscribe here instead of the auction's stream, such as /auctions/events?status=open (a lobby).")
+    var path: String?
+    @Option(help: "Create this many auctions and spread the bids over them, in turn.")
+    var spread = 1
     @Option(help: "Create the auction and send the bids on this port: another Herald replica on the same database (subscribers stay on --port).")
     var bidPort: Int?
 
     func validate() throws {
-        guard subscribers >= 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250 else {
+        guard subscribers >= 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250, spread >= 1, spread <= 100_000 else {
             throw ValidationError("events, ramp and sources must be positive, subscribers not negative (sources at most 250)")
         }
         var limit = rlimit()
@@ -44,7 +48,7 @@ struct BenchCommand: ParsableCommand {
         let options = Fanout.Options(host: host, port: port, pid: pid, subscribers: subscribers, events: events,
                                      intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
                                      idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds,
-                                     pipelined: pipelined, bidPort: bidPort)
+                                     pipelined: pipelined, bidPort: bidPort, path: path, spread: spread)
         let report = try Fanout(options: options).run()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -22,6 +22,10 @@ struct Fanout {
         var pipelined = false
         /// Send the bids (and create the auction) on this port: another replica of the same store.
         var bidPort: Int?
+        /// Subscribe here instead of the auction's stream (a lobby: `/auctions/events?status=open`).
+        var path: String? = nil
+        /// Auctions to create and bid on in turn (bid k goes to auction k mod spread, amount k).
+        var spread = 1
     }
 
     struct Report: Encodable {
@@ -44,13 +48,17 @@ struct Fanout {
     func run() throws -> Report {
         let server = ProcessStats(pid: options.pid)
         let control = BlockingHTTP(host: options.host, port: options.bidPort ?? options.port)
-        let auction = try options.auction ?? {
+        func create() throws -> String {
             let created = try control.request("POST", "/auctions", json: #"{"item":"bench","countdownSeconds":3600}"#)
             guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
                 throw BenchError("cannot create an auction: \(created.status) \(created.body)")
             }
             return String(id)
-        }()
+        }
+        let auction = try options.auction ?? create()
+        // Bid k goes to auctions[k % count] with amount k: every auction's bids rise, and a lobby
+        // observer sees amounts 1, 2, 3 … in order, as one auction's observer does.
+        let auctions = try [auction] + (1..<options.spread).map { _ in try create() }
         if options.bidPort != nil {
             // Made on the other replica: wait until this one has it.
             let watched = BlockingHTTP(host: options.host, port: options.port)
@@ -68,7 +76,7 @@ struct Fanout {
         var subscribers: [Subscriber] = []
         subscribers.reserveCapacity(options.subscribers)
         var connectFailures = 0
-        let request = Array("GET /auctions/\(auction)/events HTTP/1.1\r\nHost: \(options.host)\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        let request = Array("GET \(options.path ?? "/auctions/\(auction)/events") HTTP/1.1\r\nHost: \(options.host)\r\nAccept: text/event-stream\r\n\r\n".utf8)
         var tokens = [UInt64](repeating: 0, count: 512)
         var bits = [UInt32](repeating: 0, count: 512)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -188,13 +196,15 @@ struct Fanout {
                 let bodies = (1...events).map { #"{"bidder":"bench","amount":\#($0)}"# }
                 let now = Date().timeIntervalSince1970
                 sendTimes.withLock { for amount in 1...events { $0[amount] = now } }
+                guard auctions.count == 1 else { fatalError("--pipelined bids on one auction") }
                 let statuses = (try? client.pipeline("POST", "/auctions/\(auction)/bids", json: bodies, timeout: 20)) ?? []
                 answers.withLock { $0 = (statuses.count, statuses.count { (200..<300).contains($0) }) }
             } else {
                 for amount in 1...events {
                     let sent = Date().timeIntervalSince1970
                     sendTimes.withLock { $0[amount] = sent }
-                    let status = (try? client.request("POST", "/auctions/\(auction)/bids", json: #"{"bidder":"bench","amount":\#(amount)}"#))?.status
+                    let target = auctions[amount % auctions.count]
+                    let status = (try? client.request("POST", "/auctions/\(target)/bids", json: #"{"bidder":"bench","amount":\#(amount)}"#))?.status
                     let took = (Date().timeIntervalSince1970 - sent) * 1000
                     bidTimes.withLock { $0.append(took) }
                     answers.withLock { answers in

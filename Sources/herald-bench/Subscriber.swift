@@ -21,6 +21,7 @@ struct Subscriber {
     private var eventName: [UInt8] = []
     private var eventId: UInt64 = 0
     private var amount = -1
+    private var snapshotContinues = false
 
     init(fd: Int32) { self.fd = fd }
 
@@ -93,7 +94,11 @@ struct Subscriber {
             var value: UInt64 = 0
             for byte in line[Self.id.count...] where byte >= 48 && byte <= 57 { value = value * 10 + UInt64(byte - 48) }
             eventId = value
-        } else if line.starts(with: Self.data), eventName == Self.bid, let found = Self.search(Self.amountKey, in: line) {
+        } else if line.starts(with: Self.data), eventName == Self.snapshot {
+            // A large collection's snapshot comes in several events: it is whole at the one without more.
+            snapshotContinues = Self.search(Self.more, in: line) != nil
+        } else if line.starts(with: Self.data), eventName == Self.bid || eventName == Self.auction,
+                  let found = Self.search(Self.amountKey, in: line) {
             var value = 0
             var position = found + Self.amountKey.count
             while position < line.count, line[position] >= 48, line[position] <= 57 {
@@ -125,7 +130,7 @@ struct Subscriber {
             if eventId < lastId { outOfOrder += 1 }
             lastId = max(lastId, eventId)
         }
-        if eventName == Self.snapshot { gotSnapshot = true }
+        if eventName == Self.snapshot, !snapshotContinues { gotSnapshot = true }
         guard eventName == Self.bid, amount >= 0 else { return }
         if amount <= lastAmount {
             duplicated += 1
@@ -141,6 +146,9 @@ struct Subscriber {
     static let id = Array("id: ".utf8)
     static let data = Array("data: ".utf8)
     static let bid = Array("bid".utf8)
+    /// A lobby's event for a member's change (a bid's, there).
+    static let auction = Array("auction".utf8)
+    static let more = Array("\"more\":true".utf8)
     static let snapshot = Array("snapshot".utf8)
     static let amountKey = Array("\"amount\":".utf8)
 }

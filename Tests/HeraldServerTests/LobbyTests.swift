@@ -276,7 +276,8 @@ func essence(_ collection: String, _ member: [String: Any]) -> String {
         let client = server.client()
         for path in ["/auctions/events?status=pending", "/trips/events?delayed=maybe", "/units/events?status=wounded,fine",
                      "/events?topic=auctions;colour=red", "/events?topic=currency;status=open", "/events?topic=units;status",
-                     "/events?topic=auctions;status=open&topic=auctions;status=closed", "/changes?topic=trips;delayed="] {
+                     "/events?topic=auctions;status=open&topic=auctions;status=closed", "/changes?topic=trips;delayed=",
+                     "/units?status=", "/units?status=dead,", "/trips?delayed=yes"] {
             let answer = try client.get(path)
             #expect(answer.status == 400, "\(path)")
             #expect(answer.header("Content-Type") == "application/problem+json")

@@ -139,7 +139,7 @@ struct PostgresReplicaTests {
         #expect(try b.get("/units/beta").json["status"] as? String == "wounded")
         #expect(try b.get("/units/gamma").json["status"] as? String == "dead")
         #expect(try b.get("/currency").json["default"] as? String == "euro")
-        #expect(try before.next().event == "removed", "B's observer saw the removal")
+        #expect(try before.next().event == "left", "B's observer saw the removal")
         let after = try servers[1].stream("/units/events")
         let members = try after.next().json["units"] as? [[String: Any]]
         #expect(members?.compactMap { $0["id"] as? String } == ["beta", "gamma"], "a new observer on B gets beta and gamma, not alpha")

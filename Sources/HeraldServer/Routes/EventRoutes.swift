@@ -108,7 +108,7 @@ struct EventRoutes: Sendable {
                 throw Problem(status: .badRequest, detail: "\(topic) cannot be filtered by '\(RequestGuard.printable(field))': "
                               + "it can by \(known.keys.sorted().joined(separator: ", "))")
             }
-            let named = text.split(separator: ",").map { String($0).trimmingSpacesAndTabs }
+            let named = text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingSpacesAndTabs }
             if let wrong = named.first(where: { !values.contains($0) }) ?? (named.isEmpty ? "" : nil) {
                 throw Problem(status: .badRequest, detail: "\(field) must be \(values.joined(separator: ", ")) (or several, comma-separated), "
                               + "not '\(RequestGuard.printable(wrong))'")

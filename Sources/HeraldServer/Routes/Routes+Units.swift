@@ -8,7 +8,9 @@ extension Routes {
         add(.get, "/units") { request in
             let paging = try Paging(request)
             // `?status=wounded,dead`: units with any of those statuses.
-            let named = request.queryValues("status").flatMap { $0.split(separator: ",").map { String($0).trimmingSpacesAndTabs } }
+            let named = request.queryValues("status").flatMap {
+                $0.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingSpacesAndTabs }
+            }
             var statuses: Set<HeraldDomain.Unit.Status> = []
             for name in named {
                 guard let status = HeraldDomain.Unit.Status(rawValue: name) else {
