@@ -113,7 +113,7 @@ def snapshot(build):
         selector = selectors.DefaultSelector()
         started = time.monotonic()
         clients = []
-        for index in range(100):
+        for index in range(int(os.environ.get("OBSERVERS", "100"))):
             s = socket.socket()
             s.bind((f"127.0.0.{1 + index % 4}", 0))
             s.connect(("127.0.0.1", port))

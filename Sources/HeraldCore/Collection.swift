@@ -99,7 +99,7 @@ struct Collection {
 
     /// A snapshot event holds members up to about this many bytes; a larger collection is framed as
     /// several `snapshot` events, each but the last with `"more":true`.
-    static let snapshotBytes = 48 * 1024
+    static let snapshotBytes = 8 * 1024
 
     init(arrayName: String, itemName: EventName) {
         self.arrayName = arrayName
@@ -136,7 +136,8 @@ struct Collection {
         var bytes = Array(head), count = 0
         func close(more: Bool) {
             bytes.append(contentsOf: more ? #"],"more":true}"#.utf8 : "]}".utf8)
-            events.append(Event(id: id, order: sequence, topic: topic, name: .snapshot, data: bytes, encoder: encoder))
+            // Kept as its frame only: a large collection's snapshot is held once, not twice.
+            events.append(Event(id: id, order: sequence, topic: topic, name: .snapshot, data: bytes, encoder: encoder, keepsData: false))
             bytes = Array(head)
             count = 0
         }

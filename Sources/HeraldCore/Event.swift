@@ -17,7 +17,11 @@ public final class Event: Sendable {
     /// The event's name, such as `bid` or `snapshot`.
     public let name: EventName
     /// The JSON payload, UTF-8.
-    public let data: [UInt8]
+    public var data: [UInt8] { dataInFrame ? Self.data(inFrame: frame) : storedData }
+    private let storedData: [UInt8]
+    /// The data was not kept beside the frame (a large snapshot, shared by many observers): it is read
+    /// back from the frame's `data:` lines when asked for.
+    private let dataInFrame: Bool
     /// Labels an observer's filter may look at (changed field names, the posting object).
     public let tags: [String]
     /// The event as observers receive it, encoded once by the hub's encoder and shared by all of them.
@@ -30,19 +34,34 @@ public final class Event: Sendable {
     public typealias Encoder = @Sendable (_ id: UInt64?, _ name: EventName, _ data: [UInt8]) -> [UInt8]
 
     public init(id: UInt64, order: UInt64? = nil, durable: Bool = true, topic: String, name: EventName, data: [UInt8],
-                tags: [String] = [], encoder: Encoder? = nil, itemName: EventName? = nil) {
+                tags: [String] = [], encoder: Encoder? = nil, itemName: EventName? = nil, keepsData: Bool = true) {
         self.id = id
         self.order = order ?? id
         self.durable = durable
         self.topic = topic
         self.name = name
-        self.data = data
+        dataInFrame = !keepsData && encoder != nil
+        storedData = dataInFrame ? [] : data
         self.tags = tags
         self.frame = encoder?(durable ? id : nil, name, data) ?? []
         let order = order ?? id
         self.membership = durable ? itemName.flatMap {
             Membership(id: id, order: order, topic: topic, data: data, tags: tags, itemName: $0, encoder: encoder)
         } : nil
+    }
+
+    /// The data an SSE frame carries: its `data:` lines' values, joined by newlines.
+    static func data(inFrame frame: [UInt8]) -> [UInt8] {
+        var data: [UInt8] = [], lines = 0
+        for line in frame.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        where line.starts(with: "data:".utf8) {
+            if lines > 0 { data.append(UInt8(ascii: "\n")) }
+            var value = line.dropFirst(5)
+            if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
+            data.append(contentsOf: value)
+            lines += 1
+        }
+        return data
     }
 
     /// Whether an observer of `interest` sees this event: the same topic, or a topic below it.

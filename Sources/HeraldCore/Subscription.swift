@@ -43,6 +43,9 @@ public final class Subscription: Sendable {
         observer.state.withLock { $0.waker = waker }
     }
 
+    /// Whether its first events (a snapshot or a replay) are still queued.
+    public var catchingUp: Bool { observer.state.withLock { $0.initial > 0 } }
+
     /// Takes up to `limit` queued events.
     public func poll(limit: Int = .max) -> Poll {
         observer.state.withLock { state in

@@ -131,7 +131,7 @@ struct Subscriber {
             lastId = max(lastId, eventId)
         }
         if eventName == Self.snapshot, !snapshotContinues { gotSnapshot = true }
-        guard eventName == Self.bid, amount >= 0 else { return }
+        guard eventName == Self.bid || eventName == Self.auction, amount >= 0 else { return }
         if amount <= lastAmount {
             duplicated += 1
             return

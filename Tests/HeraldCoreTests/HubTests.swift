@@ -238,7 +238,7 @@ import Testing
         let first = drain(hub.subscribe(to: ["auctions"], resume: .now(snapshot: true)))
         let second = drain(hub.subscribe(to: ["auctions"], resume: .now(snapshot: true)))
         #expect(first.count > 1)
-        #expect(first.allSatisfy { $0.data.count <= 48 * 1024 + 64 })
+        #expect(first.allSatisfy { $0.data.count <= 8 * 1024 + 64 })
         #expect(zip(first, second).allSatisfy { $0 === $1 }, "observers that arrive between two changes share the snapshot")
         var ids: [Int] = []
         for (index, event) in first.enumerated() {

@@ -30,6 +30,9 @@ public protocol EventFeed: AnyObject, Sendable {
     var eventsTaken: Int { get }
     /// The feed finished because its client fell too far behind (a slow consumer).
     var overflowed: Bool { get }
+    /// Whether what is queued is still the stream's first events (a snapshot or a replay), which the
+    /// engine takes a little at a time.
+    var catchingUp: Bool { get }
     /// Whether the engine may write heartbeat comments to the stream (not before a held answer's head).
     var heartbeats: Bool { get }
     /// The stream ends cleanly now (its time ran out, or the server stops): the feed's last bytes.
@@ -41,5 +44,6 @@ extension EventFeed {
     public var eventsTaken: Int { 0 }
     public var overflowed: Bool { false }
     public var heartbeats: Bool { true }
+    public var catchingUp: Bool { false }
     public func last(into out: inout [UInt8]) {}
 }

@@ -378,7 +378,7 @@ public final class StreamEngine: Sendable {
             }
             var buffer = EventStream.buffer()
             let before = stream.feed.eventsTaken
-            let poll = stream.feed.take(into: &buffer, limit: EventStream.writeSize)
+            let poll = stream.feed.take(into: &buffer, limit: stream.takeSize)
             if let observer {
                 let taken = stream.feed.eventsTaken - before
                 if taken > 0 { observer.delivered(taken) }

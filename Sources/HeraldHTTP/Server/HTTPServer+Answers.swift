@@ -118,7 +118,7 @@ extension HTTPServer {
         if socket >= 0, writesHead {
             var body = EventStream.buffer()
             body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
-            _ = feed.take(into: &body, limit: EventStream.writeSize)
+            _ = feed.take(into: &body, limit: EventStream.laggingWriteSize)
             taken = feed.eventsTaken
             let offset = EventStream.frame(&body, framing)
             start.append(contentsOf: body[offset...])

@@ -40,4 +40,6 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void) { subscription.setWaker(waker) }
 
     func close() { subscription.cancel() }
+
+    var catchingUp: Bool { subscription.catchingUp }
 }
