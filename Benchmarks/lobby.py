@@ -35,7 +35,8 @@ def free_port():
 
 def start(build, *extra):
     port = free_port()
-    server = subprocess.Popen(["taskset", "-c", "0", f"{build}/herald", "--port", str(port), "--in-memory", "--no-examples",
+    pin = ["taskset", "-c", "0"] if os.environ.get("PIN", "1") == "1" else []
+    server = subprocess.Popen([*pin, f"{build}/herald", "--port", str(port), "--in-memory", "--no-examples",
                                "--log-level", "warning", "--connections-per-second", "0", "--streams-per-address", "0",
                                "--connections-per-address", "0", "--writes-per-second", "0", *extra])
     for _ in range(100):
@@ -64,7 +65,8 @@ def status(pid, field):
 
 
 def bench(build, port, pid, *arguments):
-    output = subprocess.run(["taskset", "-c", "1", f"{build}/herald-bench", "--port", str(port), "--pid", str(pid),
+    pin = ["taskset", "-c", "1"] if os.environ.get("PIN", "1") == "1" else []
+    output = subprocess.run([*pin, f"{build}/herald-bench", "--port", str(port), "--pid", str(pid),
                              "--idle-seconds", "0", *arguments], check=True, capture_output=True, text=True).stdout
     return json.loads(output)
 
@@ -78,7 +80,7 @@ def fanout(build):
     ]:
         server, port = start(build)
         try:
-            report = bench(build, port, server.pid, "--events", "300", "--interval-ms", "10", *arguments)
+            report = bench(build, port, server.pid, "--events", "300", "--interval-ms", os.environ.get("INTERVAL_MS", "10"), *arguments)
         finally:
             server.terminate()
             server.wait()

@@ -234,12 +234,15 @@ public final class Hub: Sendable {
                               tags: tags, encoder: encoder, itemName: Self.itemName(above: topic, in: state))
             if durable { keep(event, in: &state) }
             for update in updates { Self.apply(update, to: &state) }
-            // The event's own topic and every topic above it ("units/7" → "units").
+            // The event's own topic and every topic above it ("units/7" → "units"). Observers above its
+            // own topic (a collection's) get only a member's change: not a countdown's tick.
             var cursor = Substring(topic)
             var observed = false
             while true {
                 if durable { state.subjects[String(cursor)]?.lastEventId = event.id }
-                observed = observed || state.subjects[String(cursor)]?.observers.isEmpty == false
+                if cursor.count == topic.count || event.membership != nil {
+                    observed = observed || state.subjects[String(cursor)]?.observers.isEmpty == false
+                }
                 guard let slash = cursor.lastIndex(of: "/") else { break }
                 cursor = cursor[..<slash]
             }
@@ -276,15 +279,16 @@ public final class Hub: Sendable {
                 let events = state.undelivered
                 state.undelivered = []
                 var audiences: [String: [[UInt64: Observer]]] = [:]
-                for event in events where audiences[event.topic] == nil {
+                for event in events where audiences[Self.audienceKey(of: event)] == nil {
                     var sets: [[UInt64: Observer]] = []
                     var cursor = Substring(event.topic)
                     while true {
-                        if let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty { sets.append(observers) }
+                        if cursor.count == event.topic.count || event.membership != nil,
+                           let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty { sets.append(observers) }
                         guard let slash = cursor.lastIndex(of: "/") else { break }
                         cursor = cursor[..<slash]
                     }
-                    audiences[event.topic] = sets
+                    audiences[Self.audienceKey(of: event)] = sets
                 }
                 return (events, audiences)
             }
@@ -293,7 +297,7 @@ public final class Hub: Sendable {
             var wakers: [(Waker, Bool)] = []
             var overflowed: [Observer] = []
             for event in events {
-                for observers in audiences[event.topic] ?? [] {
+                for observers in audiences[Self.audienceKey(of: event)] ?? [] {
                     for observer in observers.values {
                         guard let view = observer.view(of: event) else { continue }
                         switch observer.enqueue(view) {
@@ -313,6 +317,12 @@ public final class Hub: Sendable {
             }
             for (waker, ended) in wakers { waker(ended) }
         }
+    }
+
+    /// Events of one topic reach the same observers, except that only a member's change reaches its
+    /// collection's: a topic's audience is kept apart for each kind (a topic never starts with `!`).
+    private static func audienceKey(of event: Event) -> String {
+        event.membership == nil ? "!" + event.topic : event.topic
     }
 
     private func recordDeliveringThread() {

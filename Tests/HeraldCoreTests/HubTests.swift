@@ -231,6 +231,26 @@ import Testing
         #expect(closed.map { "\($0.id) \($0.name)" } == ["4 auction", "6 auction", "8 auction"])
     }
 
+    @Test func aCollectionsObserversGetItsMembersChangesAndNotTheirTicksEvenInOneBatch() {
+        let hub = Hub()
+        hub.declareCollection("auctions", arrayName: "auctions", itemName: "auction")
+        hub.deliverWhenSignalled {}
+        let lobby = hub.subscribe(to: ["auctions"], resume: .now(snapshot: false))
+        let one = hub.subscribe(to: ["auctions/1"], resume: .now(snapshot: false))
+        _ = drain(lobby)
+        _ = drain(one)
+        hub.publish(durable: false, topic: "auctions/1", name: "tick", data: bytes("t1"))
+        change(hub, "1", from: nil, to: "open")
+        hub.publish(durable: false, topic: "auctions/1", name: "tick", data: bytes("t2"))
+        hub.deliver()  // one batch: a tick first, then a change, on the same topic
+        #expect(drain(lobby).map(\.name.text) == ["auction"])
+        #expect(drain(one).map(\.name.text) == ["tick", "bid", "tick"])
+        hub.publish(durable: false, topic: "auctions/1", name: "tick", data: bytes("t3"))
+        hub.deliver()
+        #expect(drain(one).map(\.name.text) == ["tick"])
+        #expect(drain(lobby).isEmpty)
+    }
+
     @Test func aLargeCollectionsSnapshotIsFramedAsSeveralEventsSharedByItsObservers() {
         let hub = Hub()
         hub.declareCollection("auctions", arrayName: "auctions", itemName: "auction")
