@@ -127,7 +127,8 @@ def test_the_counters_equal_what_the_workload_did(herald):
     assert value(samples, "herald_streams_open") == 1
     assert value(samples, "herald_observers", kind="currency") == 1
     assert value(samples, "herald_writer_batch_changes_sum") >= 9  # the auction, 5 bids, 3 currencies (+ refusals)
-    assert value(samples, "herald_last_event_id") == 8  # 5 bids and 3 currencies; a new auction is no event
+    assert value(samples, "herald_events_published_total", type="auction") == 1  # the opening: lobbies see it enter
+    assert value(samples, "herald_last_event_id") == 9  # the auction's opening, 5 bids and 3 currencies
     assert value(samples, "process_open_fds") > 0
     assert value(samples, "process_resident_memory_bytes") > 1_000_000
     assert value(samples, "herald_slow_consumer_disconnects_total") == 0
