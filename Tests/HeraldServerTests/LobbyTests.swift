@@ -244,6 +244,26 @@ func essence(_ collection: String, _ member: [String: Any]) -> String {
         #expect(try client.get("/changes?topic=units&after=x").status == 400)
     }
 
+    @Test func aHeldChangesRequestWhoseClientHalfClosesIsAnsweredAtOnce() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let last = try #require(try server.client().get("/changes?topic=units").json["last"] as? String)
+        // Held for 30 s unless the half-close answers it: a receive that waits 15 s throws first.
+        let socket = try Socket(port: server.port, timeout: 15)
+        try socket.send("GET /changes?topic=units&after=\(last)&wait=30 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(eventually { (try? server.client().get("/health").json["observers"] as? Int) == 1 }, "held")
+        shutdown(socket.fd, Int32(SHUT_WR))
+        var received: [UInt8] = []
+        while true {
+            let bytes = try socket.receive()
+            if bytes.isEmpty { break }
+            received += bytes
+        }
+        let text = String(decoding: received, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200"), "answered, not dropped")
+        #expect(text.hasSuffix(#"{"events":[],"last":"\#(last)"}"#))
+    }
+
     @Test func changesAfterAnIdOlderThanTheHistoryAre409() throws {
         let server = try TestHerald(history: 3)
         defer { server.stop() }

@@ -336,8 +336,10 @@ public final class StreamEngine: Sendable {
                 return
             }
             if stream.peerFinished, !stream.feed.heartbeats {
-                // A held request's client that closed its side is gone for a long-poll's purposes.
-                drop(stream, .clientLeft)
+                // A held request's client half-closed (HTTP/1.1 allows it after the request), or left:
+                // it gets the answer as it stands now, as at the wait's end; one that is gone resets.
+                stream.closing = max(stream.closing ?? .graceful, .graceful)
+                loop.ready.append(stream)
                 return
             }
             if stream.peerFinished, !wasFinished, !stream.hasPending {
