@@ -5,15 +5,24 @@ import HeraldJSON
 public struct CollectionFilter: Sendable, Hashable, CustomStringConvertible {
     /// Field name → the values that pass, by field name.
     public let fields: [String: Set<String>]
+    /// For each field, the member values that pass it, spelled as members carry them (`status=open`):
+    /// a member passes when, for every field, one of its values is one of these, byte for byte. Fan-out
+    /// asks once per observer and event, so this is a comparison of bytes, not of strings.
+    private let accepted: [[[UInt8]]]
 
-    public init(_ fields: [String: Set<String>] = [:]) { self.fields = fields }
+    public init(_ fields: [String: Set<String>] = [:]) {
+        self.fields = fields
+        accepted = fields.keys.sorted().map { field in (fields[field] ?? []).sorted().map { Array("\(field)=\($0)".utf8) } }
+    }
+
+    public static func == (lhs: CollectionFilter, rhs: CollectionFilter) -> Bool { lhs.fields == rhs.fields }
+    public func hash(into hasher: inout Hasher) { hasher.combine(fields) }
 
     /// Whether a member with these filter values (`status=open`, …) passes; nil (no member) never does.
     func matches(_ values: [Substring]?) -> Bool {
         guard let values else { return false }
-        for (field, allowed) in fields {
-            guard let value = values.first(where: { $0.hasPrefix(field) && $0.dropFirst(field.count).first == "=" }) else { return false }
-            guard allowed.contains(String(value.dropFirst(field.count + 1))) else { return false }
+        for field in accepted {
+            guard values.contains(where: { value in field.contains { $0.elementsEqual(value.utf8) } }) else { return false }
         }
         return true
     }
