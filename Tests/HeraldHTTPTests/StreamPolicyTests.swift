@@ -43,17 +43,20 @@ import Testing
     /// late the ticks come; any time a token can carry is filed without a trap.
     @Test func expiringStreamsEndOnceAtTheirSecond() {
         var wheel = ExpiryWheel()
-        wheel.add(1, secondsLeft: 2.5, at: 10)  // second 13
-        wheel.add(2, secondsLeft: 0, at: 10)  // already over: the next tick
-        wheel.add(3, secondsLeft: -50, at: 10)
-        wheel.add(4, secondsLeft: 40, at: 10)  // second 50
-        for left in [Double.nan, .infinity, -.infinity, .greatestFiniteMagnitude, 1e300] { wheel.add(9, secondsLeft: left, at: 10) }
+        wheel.add(1, secondsLeft: 2.5, at: .seconds(10))  // second 13
+        wheel.add(2, secondsLeft: 0, at: .seconds(10))  // already over: the next tick
+        wheel.add(3, secondsLeft: -50, at: .seconds(10))
+        wheel.add(4, secondsLeft: 40, at: .seconds(10))  // second 50
+        for left in [Double.nan, .infinity, -.infinity, .greatestFiniteMagnitude, 1e300] { wheel.add(9, secondsLeft: left, at: .seconds(10)) }
         #expect(wheel.count == 9)
         let ticks = [10, 12, 13, 13, 1_000].map { wheel.take(through: $0).sorted() }
         #expect(ticks == [[2, 3, 9, 9, 9], [], [1], [], [4]], "no time or none left: the next tick; each once; a late tick takes what fell due")
-        wheel.add(5, secondsLeft: 1, at: 900)  // filed in the past of the last tick: the next one
+        wheel.add(5, secondsLeft: 1, at: .seconds(900))  // filed in the past of the last tick: the next one
         let filedLate = wheel.take(through: 1_001)
         #expect(filedLate == [5])
         #expect(wheel.count == 2, "the far ones stay: about 10,000 years")
+        wheel.add(6, secondsLeft: 1, at: .seconds(1_001) + .milliseconds(950))  // ends at 1,002.95 s
+        #expect(wheel.take(through: 1_002).isEmpty, "not at the tick of second 1,002, before its end")
+        #expect(wheel.take(through: 1_003) == [6])
     }
 }

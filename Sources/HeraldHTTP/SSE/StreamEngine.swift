@@ -310,7 +310,7 @@ public final class StreamEngine: Sendable {
         loop.streams[stream.token] = stream
         loop.ready.append(stream)
         if let expires = stream.feed.expires {
-            loop.expiry.add(stream.token, secondsLeft: expires.timeIntervalSince(clock.date), at: elapsed.components.seconds)
+            loop.expiry.add(stream.token, secondsLeft: expires.timeIntervalSince(clock.date), at: elapsed)
         }
     }
 

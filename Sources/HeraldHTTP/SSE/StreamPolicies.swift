@@ -88,11 +88,15 @@ struct ExpiryWheel {
     /// Streams filed and not yet ended.
     var count: Int { due.values.reduce(0) { $0 + $1.count } }
 
-    /// Files `token`, whose token has `secondsLeft` at second `now` (any Double a token's `exp` can
-    /// give: it is bounded before it becomes an integer).
-    mutating func add(_ token: UInt64, secondsLeft: Double, at now: Int64) {
-        let seconds = secondsLeft.isFinite ? Int64(min(max(secondsLeft, 0), Self.longestWait).rounded(.up)) : 0
-        due[max(now + seconds, endedThrough + 1), default: []].append(token)
+    /// Files `token`, which has `secondsLeft` at `now` (any Double a token's `exp` can give: it is
+    /// bounded before it becomes an integer), under the first whole second at or past its end: never
+    /// ended early. (Filed by `now`'s whole second, a stream filed at 10.95 s with 1 s left ended at the
+    /// tick of second 11, 0.05 s later: a `/changes?wait=1` answered at once.)
+    mutating func add(_ token: UInt64, secondsLeft: Double, at now: Duration) {
+        let left = secondsLeft.isFinite ? min(max(secondsLeft, 0), Self.longestWait) : 0
+        let fraction = Double(now.components.attoseconds) / 1e18
+        let seconds = Int64((fraction + left).rounded(.up))
+        due[max(now.components.seconds + seconds, endedThrough + 1), default: []].append(token)
     }
 
     /// The streams whose second has come by `now`, in the order of their seconds; each is given once.
