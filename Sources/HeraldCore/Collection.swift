@@ -2,7 +2,7 @@ import HeraldJSON
 
 /// Which members of a collection an observer watches: for each field it names, the values it takes
 /// (`status` in `open`; `status` in `wounded, dead`). No field: every member.
-public struct CollectionFilter: Sendable, Hashable, CustomStringConvertible {
+public struct CollectionFilter: Sendable, Hashable {
     /// Field name → the values that pass, by field name.
     public let fields: [String: Set<String>]
     /// For each field, the member values that pass it, spelled as members carry them (`status=open`):
@@ -25,11 +25,6 @@ public struct CollectionFilter: Sendable, Hashable, CustomStringConvertible {
             guard values.contains(where: { value in field.contains { $0.elementsEqual(value.utf8) } }) else { return false }
         }
         return true
-    }
-
-    /// `status=open` or `status=dead,wounded;x=y`, in field order: the same filter reads the same.
-    public var description: String {
-        fields.keys.sorted().map { "\($0)=\((fields[$0] ?? []).sorted().joined(separator: ","))" }.joined(separator: ";")
     }
 }
 

@@ -63,9 +63,4 @@ public final class Event: Sendable {
         }
         return data
     }
-
-    /// Whether an observer of `interest` sees this event: the same topic, or a topic below it.
-    public func belongs(to interest: String) -> Bool {
-        topic == interest || (topic.hasPrefix(interest) && topic.utf8.dropFirst(interest.utf8.count).first == UInt8(ascii: "/"))
-    }
 }

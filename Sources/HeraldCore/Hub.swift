@@ -188,9 +188,6 @@ public final class Hub: Sendable {
         }
     }
 
-    /// Whether `topic` is a collection subject.
-    public func isCollection(_ topic: String) -> Bool { state.withLock { $0.subjects[topic]?.collection != nil } }
-
     /// The name members' events have on the collection above `topic` (`auction` for `auctions/7`).
     private static func itemName(above topic: String, in state: State) -> EventName? {
         guard let slash = topic.lastIndex(of: "/") else { return nil }
