@@ -27,12 +27,8 @@ extension Response {
     /// `Connection: close` (a held request's connection is the engine's, which ends it after the answer).
     func wireBytes(extraHeaders: HTTPFields) -> [UInt8] {
         let body: [UInt8] = if case .bytes(let bytes) = body { bytes } else { [] }
-        var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nDate: \(StreamHead.httpDate(time(nil)))\r\n"
-        for field in headers + extraHeaders where field.name != .contentLength && field.name != .connection {
-            head += "\(field.name.rawName): \(field.value)\r\n"
-        }
-        head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-        return Array(head.utf8) + body
+        let fields = HTTPFields((headers + extraHeaders).filter { $0.name != .contentLength && $0.name != .connection })
+        return StreamHead.bytes(status: status, headers: fields, framing: "Content-Length: \(body.count)\r\nConnection: close") + body
     }
 }
 

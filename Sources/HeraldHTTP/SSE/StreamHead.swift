@@ -1,16 +1,22 @@
 import Glibc
 import HTTPTypes
 
-/// The response head of an SSE stream, which the stream engine writes itself.
+/// The response head of an SSE stream or a held answer, which the stream engine writes itself.
 enum StreamHead {
     /// `HTTP/1.1 200 OK`, a `Date`, the route's headers, then the framing: `Transfer-Encoding: chunked`
     /// on HTTP/1.1, `Connection: close` on HTTP/1.0 (the body ends when the connection does).
     static func bytes(headers: HTTPFields, framing: StreamFraming, now: time_t = time(nil)) -> [UInt8] {
-        var head = "HTTP/1.1 200 OK\r\nDate: \(httpDate(now))\r\n"
+        bytes(status: .ok, headers: headers, framing: framing == .chunked ? "Transfer-Encoding: chunked" : "Connection: close", now: now)
+    }
+
+    /// The status line, a `Date`, `headers`, then `framing` (the fields that say where the body ends)
+    /// and the blank line.
+    static func bytes(status: HTTPResponse.Status, headers: HTTPFields, framing: String, now: time_t = time(nil)) -> [UInt8] {
+        var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nDate: \(httpDate(now))\r\n"
         for field in headers {
             head += "\(field.name.rawName): \(field.value)\r\n"
         }
-        head += framing == .chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\n\r\n"
+        head += framing + "\r\n\r\n"
         return Array(head.utf8)
     }
 

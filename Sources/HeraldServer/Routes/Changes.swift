@@ -112,26 +112,14 @@ final class ChangesPoll: HeldRequest {
 
     func close() { subscription.cancel() }
 
-    /// `{"events":[{"id":…,"event":…,"data":…}],"last":…}`, each event's data as it was published.
+    /// `{"events":[{"id":…,"event":…,"data":…}],"last":…}`, each event's data as it was published;
+    /// never stored by a cache (`no-store`): the same URL answers differently as events come.
     static func response(_ events: [Event], last: UInt64) -> Response {
-        var body: [UInt8] = Array(#"{"events":["#.utf8)
-        body.reserveCapacity(events.reduce(64) { $0 + $1.data.count + 48 })
-        for (index, event) in events.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
-            body.append(contentsOf: #"{"id":""#.utf8)
-            body.append(contentsOf: String(event.id).utf8)
-            body.append(contentsOf: #"","event":"#.utf8)
-            JSONValue.string(event.name.text).write(to: &body)
-            body.append(contentsOf: #","data":"#.utf8)
-            body.append(contentsOf: event.data.isEmpty ? Array("null".utf8) : event.data)
-            body.append(UInt8(ascii: "}"))
+        let listed = events.map { event -> JSONValue in
+            .object([("id", .string(String(event.id))), ("event", .string(event.name.text)),
+                     ("data", event.data.isEmpty ? .null : .encoded(event.data))])
         }
-        body.append(contentsOf: #"],"last":""#.utf8)
-        body.append(contentsOf: String(last).utf8)
-        body.append(contentsOf: #""}"#.utf8)
-        return Response(status: .ok, headers: headers, body: .bytes(body))
+        return .json(.object([("events", .array(listed)), ("last", .string(String(last)))]), headers: [.cacheControl: "no-store"])
     }
 
-    /// Never stored by a cache: the same URL answers differently as events come.
-    static let headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
 }
