@@ -119,13 +119,19 @@ struct EventRoutes: Sendable {
         return CollectionFilter(filter)
     }
 
-    /// `GET /auctions/events?status=…` and the like: a collection, filtered by its fields in the query.
-    func streamCollection(_ request: Request, _ topic: String) throws -> Response {
-        let fields = (Self.collectionFields[topic] ?? [:]).keys.sorted().compactMap { field -> (String, String)? in
+    /// The filter the query gives the collection `topic` by its fields (`?status=wounded,dead`, a field
+    /// named twice counting as one list): nil for none, 400 as `collectionFilter` says.
+    static func queryFilter(_ request: Request, _ topic: String) throws -> CollectionFilter? {
+        let fields = (collectionFields[topic] ?? [:]).keys.sorted().compactMap { field -> (String, String)? in
             let values = request.queryValues(field)
             return values.isEmpty ? nil : (field, values.joined(separator: ","))
         }
-        let filter = try Self.collectionFilter(topic, fields)
+        return try collectionFilter(topic, fields)
+    }
+
+    /// `GET /auctions/events?status=…` and the like: a collection, filtered by its fields in the query.
+    func streamCollection(_ request: Request, _ topic: String) throws -> Response {
+        let filter = try Self.queryFilter(request, topic)
         return try stream(request, topics: [topic], filters: filter.map { [topic: $0] } ?? [:])
     }
 

@@ -1,3 +1,4 @@
+import HeraldCore
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
@@ -7,19 +8,9 @@ extension Routes {
     mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
         add(.get, "/units") { request in
             let paging = try Paging(request)
-            // `?status=wounded,dead`: units with any of those statuses.
-            let named = request.queryValues("status").flatMap {
-                $0.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingSpacesAndTabs }
-            }
-            var statuses: Set<HeraldDomain.Unit.Status> = []
-            for name in named {
-                guard let status = HeraldDomain.Unit.Status(rawValue: name) else {
-                    throw Problem(status: .badRequest, detail: "status must be healthy, wounded or dead (or several, comma-separated), "
-                                  + "not '\(RequestGuard.printable(name))'")
-                }
-                statuses.insert(status)
-            }
-            let page = paging.page(units.units(after: paging.after).filter { statuses.isEmpty || statuses.contains($0.status) })
+            // `?status=wounded,dead`: units with any of those statuses, read as `/units/events` reads it.
+            let statuses = try EventRoutes.queryFilter(request, UnitStore.collectionTopic)?.fields["status"]
+            let page = paging.page(units.units(after: paging.after).filter { statuses?.contains($0.status.rawValue) ?? true })
             return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
         add(.get, "/units/events") { request in try events.streamCollection(request, UnitStore.collectionTopic) }
