@@ -15,7 +15,9 @@ changes   1,000 clients hold GET /changes?topic=auctions/1&after=N&wait=25; prin
           request, then bids once and prints when the last of them has its whole answer, counted
           from the end of the bid's answer.
 
-Herald runs on core 0 (taskset), clients on core 1. Print JSON lines; BENCHMARKS.md has the medians.
+Herald runs on core 0 (taskset), clients on core 1 (PIN=0: neither pinned). INTERVAL_MS sets the
+fan-out's bid spacing (10), OBSERVERS the snapshot's observers (100). Prints JSON lines; BENCHMARKS.md
+has the medians.
 """
 import json
 import os
@@ -90,17 +92,6 @@ def fanout(build):
             "lastSubscriberP99Ms": report["lastSubscriberMilliseconds"]["p99"] if report["events"]["received"] else None,
         }
     print(json.dumps(results))
-
-
-def read_response(sock):
-    """Reads one whole HTTP response (Content-Length or close); returns (head, body)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 def snapshot(build):
