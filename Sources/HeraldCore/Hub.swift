@@ -271,17 +271,19 @@ public final class Hub: Sendable {
     /// event: its first events (snapshot or replay) already cover everything up to when it joined.
     public func deliver() {
         delivering.run {
-            let (events, audiences) = state.withLock { state -> ([Event], [String: [[UInt64: Observer]]]) in
+            let (events, audiences) = state.withLock { state -> ([Event], [String: [Audience]]) in
                 guard !state.undelivered.isEmpty else { return ([], [:]) }
                 let events = state.undelivered
                 state.undelivered = []
-                var audiences: [String: [[UInt64: Observer]]] = [:]
+                var audiences: [String: [Audience]] = [:]
                 for event in events where audiences[Self.audienceKey(of: event)] == nil {
-                    var sets: [[UInt64: Observer]] = []
+                    var sets: [Audience] = []
                     var cursor = Substring(event.topic)
                     while true {
                         if cursor.count == event.topic.count || event.membership != nil,
-                           let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty { sets.append(observers) }
+                           let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty {
+                            sets.append(Audience(observers: observers, ofItsTopic: cursor.count == event.topic.count))
+                        }
                         guard let slash = cursor.lastIndex(of: "/") else { break }
                         cursor = cursor[..<slash]
                     }
@@ -294,9 +296,9 @@ public final class Hub: Sendable {
             var wakers: [(Waker, Bool)] = []
             var overflowed: [Observer] = []
             for event in events {
-                for observers in audiences[Self.audienceKey(of: event)] ?? [] {
-                    for observer in observers.values {
-                        guard let view = observer.view(of: event) else { continue }
+                for audience in audiences[Self.audienceKey(of: event)] ?? [] {
+                    for observer in audience.observers.values {
+                        guard let view = observer.view(of: event, onItsTopic: audience.ofItsTopic) else { continue }
                         switch observer.enqueue(view) {
                         case .queued, .skipped: break
                         case .wake(let waker): wakers.append((waker, false))
@@ -314,6 +316,12 @@ public final class Hub: Sendable {
             }
             for (waker, ended) in wakers { waker(ended) }
         }
+    }
+
+    /// The observers of one subject an event reaches: of the event's own topic, or of a collection above it.
+    private struct Audience {
+        let observers: [UInt64: Observer]
+        let ofItsTopic: Bool
     }
 
     /// Events of one topic reach the same observers, except that only a member's change reaches its

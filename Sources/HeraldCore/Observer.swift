@@ -53,8 +53,12 @@ final class Observer: Sendable {
 
     /// What the observer gets of `event`: the event itself on a topic it watches (if its filter takes
     /// it), else the view of a member's change that its collection's filter gives, else nothing.
-    func view(of event: Event) -> Event? {
-        if interests.contains(event.topic) { return filter?(event) ?? true ? event : nil }
+    func view(of event: Event) -> Event? { view(of: event, onItsTopic: interests.contains(event.topic)) }
+
+    /// The same, when the caller knows whether the observer watches the event's own topic (fan-out finds
+    /// it among that topic's observers, or a collection's), without looking through its interests.
+    func view(of event: Event, onItsTopic: Bool) -> Event? {
+        if onItsTopic { return filter?(event) ?? true ? event : nil }
         guard !collections.isEmpty, let membership = event.membership, let filter = collections[membership.collection] else { return nil }
         return membership.view(through: filter)
     }
