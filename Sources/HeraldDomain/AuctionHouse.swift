@@ -137,6 +137,9 @@ public final class AuctionHouse: Sendable {
 
     public func exists(_ id: AuctionID) -> Bool { state.withLock { $0.entries[id] != nil } }
 
+    /// The auction as the change being made sees it (see `UnitStore.latest`); on the writer.
+    public func latest(_ id: AuctionID) -> Auction? { state.withLock { $0.current(id) } }
+
     /// The auction's bids numbered above `after`, in order (a slice: nothing is copied).
     public func bids(on id: AuctionID, after: Int = 0) throws(DomainError) -> Slice<BidList> {
         try state.withLock { state throws(DomainError) in

@@ -25,6 +25,9 @@ public final class CurrencySetting: Sendable {
 
     public var value: Currency { state.withLock { $0.current } }
 
+    /// The currency as the change being made sees it (see `UnitStore.latest`); on the writer.
+    public var latest: Currency { state.withLock { $0.staged ?? $0.current } }
+
     /// Restores the stored default; without one, the initial default.
     public func restore(_ stored: Currency?) {
         let restored = stored ?? initial

@@ -22,6 +22,9 @@ public struct DomainError: Error, Sendable, Equatable {
         case unavailable
         /// The change could not be stored and trying again will not help (a damaged store); nothing changed.
         case failed
+        /// The command was conditional on the subject's version (`If-Match`, `If-None-Match`) and the
+        /// subject is not at that version; nothing changed.
+        case preconditionFailed
     }
 
     public let kind: Kind
@@ -31,6 +34,8 @@ public struct DomainError: Error, Sendable, Equatable {
     public var auction: AuctionConflict?
     /// What went wrong underneath (the store's error), for the log only: never sent to a client.
     public var cause: String?
+    /// The subject's current version tag, when a conditional command was refused (nil: it does not exist).
+    public var currentTag: String?
 
     public init(_ kind: Kind, _ message: String, fields: [FieldError] = [], auction: AuctionConflict? = nil, cause: String? = nil) {
         self.kind = kind

@@ -72,6 +72,9 @@ public final class TripBoard: Sendable {
 
     public func exists(_ id: String) -> Bool { state.withLock { $0.trips[id] != nil } }
 
+    /// The trip as the change being made sees it (see `UnitStore.latest`); on the writer.
+    public func latest(_ id: String) -> Trip? { state.withLock { $0.current(id) } }
+
     /// Moves the actual departure by `seconds` (the `deltaSeconds` of a request).
     public func delay(_ id: String, bySeconds seconds: Int) throws(DomainError) -> Trip {
         try update(id, field: "deltaSeconds") { $0.actualDeparture.addingTimeInterval(TimeInterval(seconds)) }

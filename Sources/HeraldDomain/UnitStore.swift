@@ -56,6 +56,10 @@ public final class UnitStore: Sendable {
 
     public func exists(_ id: String) -> Bool { state.withLock { $0.units[id] != nil } }
 
+    /// The unit as the change being made sees it: the writer's batch so far over what readers see.
+    /// On the writer, where a conditional change compares it with the version it was asked for.
+    public func latest(_ id: String) -> Unit? { state.withLock { $0.current(id) } }
+
     /// Creates or replaces a unit; returns true when it did not exist.
     public func put(_ unit: Unit) throws(DomainError) -> Bool {
         guard Unit.isValidId(unit.id) else {

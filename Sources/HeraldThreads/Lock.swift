@@ -69,3 +69,42 @@ public final class Lock<Value>: @unchecked Sendable {
         try section.runIfFree { () throws(Failure) -> Result in try body(&value) }
     }
 }
+
+/// A section that many threads may read at once and one thread at a time may write, with no reader
+/// inside: a pthread read-write lock (for the reason `CriticalSection` gives, not a futex of its own).
+///
+/// Herald's use: the writer makes a batch visible (memory takes its changes, then the hub numbers its
+/// events) as one write, and a `GET` reads state and the last event id as one read, so the id it
+/// answers with is exactly the last event its state reflects.
+public final class ReadWriteSection: @unchecked Sendable {
+    // Unchecked: the lock is the synchronisation itself.
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
+
+    public init() {
+        lock = .allocate(capacity: 1)
+        lock.initialize(to: pthread_rwlock_t())
+        pthread_rwlock_init(lock, nil)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(lock)
+        lock.deinitialize(count: 1)
+        lock.deallocate()
+    }
+
+    /// Runs `body` while no thread writes (others may read meanwhile).
+    @inlinable
+    public func read<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_rwlock_rdlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+
+    /// Runs `body` while no other thread reads or writes.
+    @inlinable
+    public func write<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_rwlock_wrlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+}

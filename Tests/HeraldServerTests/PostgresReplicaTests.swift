@@ -45,6 +45,26 @@ struct PostgresReplicaTests {
         }
     }
 
+    /// Two replicas take changes of one unit from the same version (`If-Match`) at once: one is made
+    /// and the others are 412, because each replica checks the version on its writer, after catching
+    /// up under the store's lock.
+    @Test func racingConditionalChangesOnTwoReplicasMakeOne() throws {
+        let url = try TestPostgres.database()
+        let servers = try replicas(url, count: 2)
+        defer { for server in servers { server.stop() } }
+        let ports = servers.map(\.port)
+        for round in 1...10 {
+            let put = try servers[round % 2].client().put("/units/race", #"{"name":"start \#(round)","status":"healthy"}"#)
+            let tag = try #require(put.header("ETag"))
+            let statuses = Racers.run(6) { racer in
+                try? HTTPClient(port: ports[racer % 2]).request("PUT", "/units/race", json: #"{"name":"racer \#(racer)","status":"dead"}"#,
+                                                               headers: [("If-Match", tag)]).status
+            }
+            #expect(statuses.count { $0 == 200 } == 1, "round \(round): \(statuses)")
+            #expect(statuses.count { $0 == 412 } == 5, "round \(round): \(statuses)")
+        }
+    }
+
     /// A bid sent to a replica right after another one created the auction is taken: whether the
     /// auction exists is decided on the writer, after catching up, not by what the replica last heard.
     @Test func aChangeRightAfterAnotherReplicasCreationIsTaken() throws {

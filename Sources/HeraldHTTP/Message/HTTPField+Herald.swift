@@ -10,6 +10,8 @@ extension HTTPField.Name {
     public static let xAccelBuffering = known("X-Accel-Buffering")
     public static let referrerPolicy = known("Referrer-Policy")
     public static let link = known("Link")
+    /// The id of the last event an answer reflects: what a change published, or what a read saw.
+    public static let heraldEventID = known("Herald-Event-ID")
 
     /// A name written in this file, known to be a token.
     private static func known(_ name: StaticString) -> Self {

@@ -17,12 +17,12 @@ struct CORS: Sendable {
     let router: Router
 
     /// Response headers a page's script may read.
-    static let exposed = "Location, Retry-After, ETag, X-Request-ID, Idempotency-Replayed"
+    static let exposed = "Location, Retry-After, ETag, Herald-Event-ID, X-Request-ID, Idempotency-Replayed"
     static let exposedField = HTTPField(name: .accessControlExposeHeaders, value: exposed)
     /// What every answer carries when any origin may read it: made once, as their values never change.
     static let anyOrigin = HTTPFields([HTTPField(name: .accessControlAllowOrigin, value: "*"), exposedField])
     /// Request headers allowed when the preflight names none (or names them in a form Herald will not echo).
-    static let defaultRequestHeaders = "Content-Type, Last-Event-ID, Authorization, Idempotency-Key"
+    static let defaultRequestHeaders = "Content-Type, Last-Event-ID, Authorization, Idempotency-Key, If-Match, If-None-Match"
 
     init(origin: String, keyed: Bool = false, router: Router) {
         let list = origin.split(separator: ",").map { String($0.trimmingSpaces) }.filter { !$0.isEmpty }

@@ -85,6 +85,21 @@ final class Journal: ChangeSink {
     /// Whether the last batch that stored something failed to commit.
     var isFailingToCommit: Bool { commitFailing.load(ordering: .relaxed) }
 
+    /// Held (written) while memory takes a batch and the hub numbers its events, and (read) while a
+    /// `GET` reads state and the last event id: so the id a read answers with is exactly the last
+    /// event its state reflects, and a stream resumed after it misses and repeats nothing.
+    private let visibility = ReadWriteSection()
+
+    /// Runs `read` (a read of state, on any thread) and gives the id of the last event what it read
+    /// reflects.
+    func reading<T>(_ read: () throws -> T) rethrows -> (value: T, eventID: UInt64) {
+        try visibility.read { (try read(), hub.lastEventId) }
+    }
+
+    /// The last event id given out: after a change, the id of the last event it published, or the
+    /// last before it when it published none. On the writer.
+    var lastEventID: UInt64 { state.withValue { $0.sequence } }
+
     /// Sets what is told of each event published (its name), on the writer's thread.
     func countPublished(_ count: @escaping @Sendable (_ name: String) -> Void) {
         onWriter { $0.published = Published(count: count) }
@@ -229,16 +244,21 @@ final class Journal: ChangeSink {
                 state.batch.sequenceBefore = committed
                 return state.catchUp
             }
-            guard catchUp?.run() ?? true else {
+            let caughtUp = visibility.write { () -> Bool in
+                guard catchUp?.run() ?? true else { return false }
+                for event in missed {
+                    apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
+                                 updates: [], data: event.data))
+                }
+                return true
+            }
+            guard caughtUp else {
                 store.rollbackBatch()
                 state.withValue { state in
                     state.sequence = last  // so that the next batch tries again
                     state.batch = Batch()
                 }
                 return DomainError(.unavailable, "the store cannot be read, so no change can be made now; try again later")
-            }
-            for event in missed {
-                apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags, updates: [], data: event.data))
             }
             return nil
         } catch {
@@ -286,8 +306,10 @@ final class Journal: ChangeSink {
         }
         // Stored (and synced, or the clients hear that it was not): memory takes it before anyone
         // hears of it, so a reader told of an event finds its change.
-        for ending in taken.endings { ending.run(true) }
-        for publication in publications { apply(publication) }
+        visibility.write {
+            for ending in taken.endings { ending.run(true) }
+            for publication in publications { apply(publication) }
+        }
         return failure
     }
 

@@ -30,15 +30,7 @@ struct Idempotency: Sendable {
         fingerprint = "\(request.method.rawValue) \(request.path) \(Self.digest(Array(query.utf8))) \(Self.digest(request.body))"
     }
 
-    /// FNV-1a, 64 bits, in hex: enough to tell two bodies apart.
-    static func digest(_ bytes: [UInt8]) -> String {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01B3
-        }
-        return String(hash, radix: 16)
-    }
+    static func digest(_ bytes: [UInt8]) -> String { Fingerprint.hex(bytes) }
 
     /// The kept answer for this key, as it is given again, or the refusal of a key used for another
     /// request (422).
@@ -57,10 +49,13 @@ struct Idempotency: Sendable {
         return Response(status: HTTPResponse.Status(code: kept.status), headers: headers, body: .bytes(kept.body))
     }
 
+    /// The fields a replay gives again: the first answer's event id and version among them.
+    static let keptFields: [HTTPField.Name] = [.location, .contentType, .heraldEventID, .eTag]
+
     /// What is kept of `response`: a change that was made, with a body in hand.
     func answer(_ response: Response, at now: Date) -> KeptAnswer? {
         guard response.status.kind == .successful, case .bytes(let body) = response.body else { return nil }
-        let kept = response.headers.filter { [.location, .contentType].contains($0.name) }.map { [$0.name.rawName, $0.value] }
+        let kept = response.headers.filter { Self.keptFields.contains($0.name) }.map { [$0.name.rawName, $0.value] }
         return KeptAnswer(key: key, fingerprint: fingerprint, status: response.status.code, headers: kept, body: body, at: now)
     }
 }

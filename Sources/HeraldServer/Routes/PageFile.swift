@@ -11,12 +11,7 @@ struct PageFile: Sendable {
     init(_ bytes: [UInt8], contentType: String) {
         body = bytes
         self.contentType = contentType
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in body {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
-        }
-        etag = "\"\(String(hash, radix: 16))\""
+        etag = Fingerprint.tag(bytes)
     }
 
     /// 304 when the client has this version (weak comparison, RFC 9110 §13.1.2: `W/"x"` matches
@@ -27,17 +22,11 @@ struct PageFile: Sendable {
             .eTag: etag, .cacheControl: "no-cache", .xContentTypeOptions: "nosniff",
             .contentSecurityPolicy: Self.policy, .referrerPolicy: "no-referrer",
         ]
-        if let tags = request.header(.ifNoneMatch), Self.matches(tags, etag) {
+        // A malformed If-None-Match is ignored here: the page is served either way.
+        if let conditions = try? Preconditions(request), conditions.notModified(etag) {
             return Response(status: .notModified, headers: headers, body: .bytes(body))
         }
         return Response(status: .ok, headers: [.contentType: contentType] + headers, body: .bytes(body))
-    }
-
-    static func matches(_ header: String, _ etag: String) -> Bool {
-        header.split(separator: ",").contains { candidate in
-            let tag = candidate.trimmingSpaces
-            return tag == "*" || tag == etag || tag == "W/" + etag
-        }
     }
 
     /// Only this origin, no inline script or style, no framing.

@@ -15,7 +15,7 @@ extension Routes {
                 return .json(auction.json(at: auctions.now), status: .created, headers: [.location: "/auctions/\(auction.id)"])
             }
         }
-        add(.get, "/auctions") { request in
+        read("/auctions") { request in
             let paging = try Paging(request)
             let status = request.query("status").map { Auction.Status(rawValue: $0) }
             if status == .some(nil), let name = request.query("status") {
@@ -27,17 +27,18 @@ extension Routes {
                                    lastKey: page.entries.last?.id.description, request: request)
         }
         add(.get, "/auctions/events") { request in try events.streamCollection(request, AuctionHouse.collectionTopic) }
-        add(.get, "/auctions/{id}") { request in
+        read("/auctions/{id}") { request in
             let auction = try auctions.get(try request.auctionID())
-            return Response(status: .ok, headers: Response.jsonHeaders, body: .bytes(encodings.bytes(of: auction, at: auctions.now)))
+            return Response(status: .ok, headers: Response.jsonHeaders + [.eTag: EntityTag.of(auction)],
+                            body: .bytes(encodings.bytes(of: auction, at: auctions.now)))
         }
-        add(.get, "/auctions/{id}/bids") { request in
+        read("/auctions/{id}/bids") { request in
             let paging = try Paging(request)
             let page = paging.page(try auctions.bids(on: try request.auctionID(), after: try paging.numericAfter()))
             return paging.response("bids", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.number.description,
                                    request: request)
         }
-        add(.get, "/auctions/{id}/bids/{bid}") { request in
+        read("/auctions/{id}/bids/{bid}") { request in
             let id = try request.auctionID(), bidId = request.parameter("bid")
             guard auctions.exists(id) else { throw DomainError.notFound("auction", id) }
             // Leading zeros name the same bid (`/bids/007` is bid 7), as they always have.
@@ -51,12 +52,16 @@ extension Routes {
             let id = try request.auctionID()
             guard replicated || auctions.exists(id) else { throw DomainError.notFound("auction", id) }
             let bid = try NewBid(json: try request.json(), as: caller)
+            let conditions = try Preconditions(request)
             return { () throws(DomainError) in
+                // `If-Match`: a bid only if nobody bid since the client read the auction.
+                if !conditions.isEmpty { try conditions.check(auctions.latest(id).map(EntityTag.of), "auction \(id)") }
                 let result = try auctions.bid(on: id, bid)
                 // The answer is the bid's event without its topic: the bytes it was published with.
                 let body = journal.takePostedPayload()
                     ?? JSONValue.object([("bid", result.bid.json), ("auction", result.auction.json(at: auctions.now))]).bytes
-                return Response(status: .created, headers: Response.jsonHeaders + [.location: "/auctions/\(id)/bids/\(result.bid.number)"],
+                return Response(status: .created, headers: Response.jsonHeaders + [.location: "/auctions/\(id)/bids/\(result.bid.number)",
+                                                                                      .eTag: EntityTag.of(result.auction)],
                                 body: .bytes(body))
             }
         }

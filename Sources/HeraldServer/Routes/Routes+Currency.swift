@@ -5,12 +5,17 @@ import HeraldJSON
 
 extension Routes {
     mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
-        add(.get, "/currency") { _ in .json(currency.value.json) }
+        read("/currency") { _ in
+            let value = currency.value
+            return .json(value.json, headers: [.eTag: EntityTag.of(value)])
+        }
         write(.put, "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())
+            let conditions = try Preconditions(request)
             return { () throws(DomainError) in
+                try conditions.check(EntityTag.of(currency.latest), "the currency")
                 try currency.set(wanted)
-                return .json(wanted.json)
+                return .json(wanted.json, headers: [.eTag: EntityTag.of(wanted)])
             }
         }
         add(.get, "/currency/events") { request in try events.stream(request, topics: [CurrencySetting.topic]) }

@@ -13,7 +13,7 @@ extension Routes {
                 return .json(trip.json(locale: locale), status: .created, headers: [.location: "/trips/\(trip.id)"])
             }
         }
-        add(.get, "/trips") { request in
+        read("/trips") { request in
             let paging = try Paging(request), locale = request.locale
             let delayed: Bool? = switch request.query("delayed") {
             case nil: nil
@@ -26,19 +26,32 @@ extension Routes {
                                    lastKey: page.entries.last?.id, request: request)
         }
         add(.get, "/trips/events") { request in try events.streamCollection(request, TripBoard.collectionTopic) }
-        add(.get, "/trips/{id}") { request in .json(try trips.get(request.parameter("id")).json(locale: request.locale)) }
+        read("/trips/{id}") { request in
+            let trip = try trips.get(request.parameter("id"))
+            return .json(trip.json(locale: request.locale), headers: [.eTag: EntityTag.of(trip)])
+        }
         let replicated = replicated
         write(.patch, "/trips/{id}", topic: "trips/{id}") { request, _ in
             let id = request.parameter("id")
             if !replicated { _ = try trips.get(id) }
             let patch = try TripPatch(json: try request.json()), locale = request.locale
-            return { () throws(DomainError) in .json(try trips.setActualDeparture(id, to: patch.actualDeparture).json(locale: locale)) }
+            let conditions = try Preconditions(request)
+            return { () throws(DomainError) in
+                try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
+                let trip = try trips.setActualDeparture(id, to: patch.actualDeparture)
+                return .json(trip.json(locale: locale), headers: [.eTag: EntityTag.of(trip)])
+            }
         }
         write(.post, "/trips/{id}/delay", topic: "trips/{id}") { request, _ in
             let id = request.parameter("id")
             if !replicated { _ = try trips.get(id) }
             let delay = try TripDelay(json: try request.json()), locale = request.locale
-            return { () throws(DomainError) in .json(try trips.delay(id, bySeconds: delay.seconds).json(locale: locale)) }
+            let conditions = try Preconditions(request)
+            return { () throws(DomainError) in
+                try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
+                let trip = try trips.delay(id, bySeconds: delay.seconds)
+                return .json(trip.json(locale: locale), headers: [.eTag: EntityTag.of(trip)])
+            }
         }
         add(.get, "/trips/{id}/events") { request in
             try events.stream(request, topics: [TripBoard.topic(request.parameter("id"))])

@@ -6,7 +6,7 @@ import HTTPTypes
 
 extension Routes {
     mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
-        add(.get, "/units") { request in
+        read("/units") { request in
             let paging = try Paging(request)
             // `?status=wounded,dead`: units with any of those statuses, read as `/units/events` reads it.
             let statuses = try EventRoutes.queryFilter(request, UnitStore.collectionTopic)?.fields["status"]
@@ -14,18 +14,28 @@ extension Routes {
             return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
         add(.get, "/units/events") { request in try events.streamCollection(request, UnitStore.collectionTopic) }
-        add(.get, "/units/{id}") { request in .json(try units.get(request.parameter("id")).json) }
+        read("/units/{id}") { request in
+            let unit = try units.get(request.parameter("id"))
+            return .json(unit.json, headers: [.eTag: EntityTag.of(unit)])
+        }
+        // `If-Match` and `If-None-Match` are checked on the writer, against the unit as the change sees
+        // it: of two changes racing with one version (on one Herald or on replicas), one is made.
         write(.put, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
             let unit = try HeraldDomain.Unit(id: id, json: try request.json())
+            let conditions = try Preconditions(request)
             return { () throws(DomainError) in
+                try conditions.check(units.latest(id).map(EntityTag.of), "unit '\(id)'")
                 let created = try units.put(unit)
-                return .json(unit.json, status: created ? .created : .ok, headers: created ? [.location: "/units/\(id)"] : [:])
+                return .json(unit.json, status: created ? .created : .ok,
+                             headers: (created ? [.location: "/units/\(id)"] : [:]) + [.eTag: EntityTag.of(unit)])
             }
         }
         write(.delete, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
+            let conditions = try Preconditions(request)
             return { () throws(DomainError) in
+                try conditions.check(units.latest(id).map(EntityTag.of), "unit '\(id)'")
                 try units.delete(id)
                 return .empty(status: .noContent)
             }

@@ -56,15 +56,22 @@ struct Routes {
             let caller = try access.writer(request, topic: Self.topic(topic, of: request))
             let idempotency = try Idempotency(request, token: caller.token)
             let made = try handler(request, caller)
+            // `Herald-Event-ID`: the event the change published (the last id before it when it published
+            // none), so a client knows when its own change reaches a stream.
             let change: Change = if let idempotency {
                 { () throws(DomainError) -> Response in
                     if let kept = try journal.keptAnswer(for: idempotency.key) { return idempotency.replay(kept) }
-                    let response = try made()
+                    var response = try made()
+                    response.headers[.heraldEventID] = String(journal.lastEventID)
                     if let answer = idempotency.answer(response, at: journal.now) { journal.keep(answer) }
                     return response
                 }
             } else {
-                made
+                { () throws(DomainError) -> Response in
+                    var response = try made()
+                    response.headers[.heraldEventID] = String(journal.lastEventID)
+                    return response
+                }
             }
             return .later { answer in
                 journal.writer.submit(change) { result in
@@ -74,6 +81,24 @@ struct Routes {
                     }
                 }
             }
+        }
+    }
+
+    /// A route that reads state: its answer carries `Herald-Event-ID`, the last event the state it read
+    /// reflects (a stream opened with `Last-Event-ID` set to it misses and repeats nothing). An answer
+    /// with an `ETag` is 304 when `If-None-Match` names it.
+    mutating func read(_ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Response) {
+        let journal = journal
+        add(.get, pattern) { request in
+            let conditions = try Preconditions(request)
+            var (response, eventID) = try journal.reading { try handler(request) }
+            response.headers.append(HTTPField(name: .heraldEventID, value: String(eventID)))
+            if let etag = response.headers[.eTag], conditions.notModified(etag) {
+                // libmicrohttpd sends the 200's length and never the body (see `PageFile`).
+                response.status = .notModified
+                response.headers[.contentType] = nil
+            }
+            return response
         }
     }
 
@@ -110,6 +135,10 @@ extension Problem {
             self.init(status: .serviceUnavailable, detail: error.message, headers: [.retryAfter: "1"])
         case .failed:
             self.init(status: .internalServerError, detail: error.message)
+        case .preconditionFailed:
+            // The current version, so the client can read what changed and decide again.
+            self.init(status: .preconditionFailed, detail: error.message, extra: [("etag", .optional(error.currentTag))],
+                      headers: error.currentTag.map { [.eTag: $0] } ?? [:])
         case .invalid:
             let fields = error.fields.map { JSONValue.object([("field", .string($0.field)), ("message", .string($0.message))]) }
             self.init(status: .unprocessableContent, detail: error.message, extra: [("errors", .array(fields))] + extra)

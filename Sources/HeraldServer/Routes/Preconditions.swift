@@ -1,0 +1,129 @@
+import HTTPTypes
+import HeraldDomain
+import HeraldHTTP
+import HeraldJSON
+import HeraldStore
+
+/// FNV-1a, 64 bits, in hex: enough to tell two bodies, or two versions of a subject, apart.
+enum Fingerprint {
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01B3
+        }
+        return String(hash, radix: 16)
+    }
+
+    /// A strong entity tag (`"…"`) for these bytes.
+    static func tag(_ bytes: some Sequence<UInt8>) -> String { "\"" + hex(bytes) + "\"" }
+}
+
+/// The version of a subject as an entity tag: a digest of what a change can alter, so it changes
+/// exactly when the subject does, reads the same on every replica and after a restart, and does not
+/// move with the clock (an auction's `remainingSeconds` is not in it).
+enum EntityTag {
+    static func of(_ unit: HeraldDomain.Unit) -> String { Fingerprint.tag(unit.json.bytes) }
+    static func of(_ trip: Trip) -> String { Fingerprint.tag(trip.document.bytes) }
+    static func of(_ currency: Currency) -> String { Fingerprint.tag(currency.rawValue.utf8) }
+    static func of(_ auction: Auction) -> String {
+        let stored = Journal.stored(auction)
+        let fields: JSONValue = [
+            .string(stored.id), .string(stored.status), .int(auction.price), .integer(auction.bids.count),
+            .optional(stored.deadline), .optional(stored.winner), .optional(stored.closedAt),
+        ]
+        return Fingerprint.tag(fields.bytes)
+    }
+}
+
+/// `If-Match` and `If-None-Match` (RFC 9110 §13.1): a change made only if the subject is at the
+/// version the client names, so that two clients editing one subject cannot overwrite each other
+/// unseen; and a read answered 304 when the client has the current version.
+struct Preconditions: Sendable {
+    /// An entity-tag list: `*`, or tags (a weak one `W/"x"` kept with its prefix).
+    enum Tags: Sendable, Equatable {
+        case any
+        case list([String])
+    }
+
+    let ifMatch: Tags?
+    let ifNoneMatch: Tags?
+
+    /// The request's conditions; 400 for a header that is no entity-tag list.
+    init(_ request: Request) throws {
+        ifMatch = try request.header(.ifMatch).map { try Self.parse($0, "If-Match") }
+        ifNoneMatch = try request.header(.ifNoneMatch).map { try Self.parse($0, "If-None-Match") }
+    }
+
+    /// Whether the request named no condition.
+    var isEmpty: Bool { ifMatch == nil && ifNoneMatch == nil }
+
+    /// Refuses the change (412) unless `current`, the subject's tag as the change sees it (nil: it does
+    /// not exist), passes: `If-Match` compares strongly (a weak tag never matches), `If-None-Match`
+    /// weakly; `*` is any version at all.
+    func check(_ current: String?, _ subject: String) throws(DomainError) {
+        if let ifMatch, !Self.matches(ifMatch, current, weak: false) {
+            var error = DomainError(.preconditionFailed, current == nil
+                ? "\(subject) does not exist, so If-Match cannot hold; nothing changed"
+                : "\(subject) is at version \(current ?? ""), not the one If-Match names; nothing changed")
+            error.currentTag = current
+            throw error
+        }
+        if let ifNoneMatch, Self.matches(ifNoneMatch, current, weak: true) {
+            var error = DomainError(.preconditionFailed, ifNoneMatch == .any
+                ? "\(subject) exists already (If-None-Match: *); nothing changed"
+                : "\(subject) is at a version If-None-Match names; nothing changed")
+            error.currentTag = current
+            throw error
+        }
+    }
+
+    /// Whether a read of the subject at `current` is 304: `If-None-Match` names its version.
+    func notModified(_ current: String) -> Bool {
+        guard let ifNoneMatch else { return false }
+        return Self.matches(ifNoneMatch, current, weak: true)
+    }
+
+    private static func matches(_ tags: Tags, _ current: String?, weak: Bool) -> Bool {
+        guard let current else { return false }
+        switch tags {
+        case .any: return true
+        case .list(let list):
+            return list.contains { tag in
+                if tag.hasPrefix("W/") { return weak && tag.dropFirst(2) == current }
+                return tag == current
+            }
+        }
+    }
+
+    /// `*` or `#entity-tag` (RFC 9110 §8.8.3): `"x"`, `W/"x"`, comma-separated.
+    static func parse(_ value: String, _ field: String) throws -> Tags {
+        let text = value.trimmingSpacesAndTabs
+        if text == "*" { return .any }
+        var tags: [String] = []
+        var bytes = Substring(text).utf8[...]
+        func skipSeparators() { while let first = bytes.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") || first == UInt8(ascii: ",") { bytes.removeFirst() } }
+        skipSeparators()
+        while !bytes.isEmpty {
+            var tag: [UInt8] = []
+            if bytes.starts(with: "W/".utf8) {
+                tag += "W/".utf8
+                bytes.removeFirst(2)
+            }
+            guard bytes.first == UInt8(ascii: "\""), let end = bytes.dropFirst().firstIndex(of: UInt8(ascii: "\"")) else {
+                throw Problem(status: .badRequest, detail: "\(field) must be * or quoted entity tags (\"…\", W/\"…\"), "
+                              + "comma-separated, not '\(RequestGuard.printable(value))'")
+            }
+            tag += bytes[bytes.startIndex...end]
+            bytes = bytes[bytes.index(after: end)...]
+            tags.append(String(decoding: tag, as: UTF8.self))
+            let before = bytes.count
+            skipSeparators()
+            guard bytes.isEmpty || bytes.count < before else {
+                throw Problem(status: .badRequest, detail: "\(field): entity tags are separated by commas, in '\(RequestGuard.printable(value))'")
+            }
+        }
+        guard !tags.isEmpty else { throw Problem(status: .badRequest, detail: "\(field) names no entity tag") }
+        return .list(tags)
+    }
+}
