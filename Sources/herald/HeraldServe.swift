@@ -73,6 +73,9 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "PEM public key (EC P-256 for ES256, or RSA for RS256) that tokens are checked with (env HERALD_JWT_PUBLIC_KEY_FILE).")
     var jwtPublicKeyFile: String? = Environment.string("HERALD_JWT_PUBLIC_KEY_FILE")
 
+    @Option(help: "Seconds before a stream's token expires that it gets token-expiring, to renew it (env HERALD_TOKEN_WARNING_SECONDS).")
+    var tokenWarningSeconds: Int = Environment.int("HERALD_TOKEN_WARNING_SECONDS") ?? 60
+
     @Flag(help: "With a key, streams need no token; changes still do (env HERALD_PUBLIC_STREAMS=1).")
     var publicStreams: Bool = Environment.flag("HERALD_PUBLIC_STREAMS")
 
@@ -132,6 +135,7 @@ struct HeraldServe: ParsableCommand {
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard (0...86_400).contains(heartbeatSeconds) else { throw ValidationError("--heartbeat-seconds must be 0 to 86400") }
+        guard (0...86_400).contains(tokenWarningSeconds) else { throw ValidationError("--token-warning-seconds must be 0 to 86400") }
         guard (4096...1_048_576).contains(connectionMemory) else { throw ValidationError("--connection-memory must be 4096 to 1048576") }
         guard (1...1_000_000).contains(observerQueue) else { throw ValidationError("--observer-queue must be 1 to 1000000") }
         guard (1...10_000_000).contains(history) else { throw ValidationError("--history-events must be 1 to 10000000") }
@@ -226,6 +230,7 @@ struct HeraldServe: ParsableCommand {
         configuration.http.port = port
         configuration.http.connectionMemoryLimit = connectionMemory
         configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
+        configuration.http.expiryWarning = .seconds(tokenWarningSeconds)
         configuration.history = history
         configuration.historyBytes = historyBytes
         configuration.historyDays = historyDays > 0 ? historyDays : nil

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldHTTP
 @testable import HeraldServer
 @testable import HeraldStore
 import HeraldTestSupport
@@ -63,6 +64,39 @@ struct PostgresReplicaTests {
             #expect(statuses.count { $0 == 200 } == 1, "round \(round): \(statuses)")
             #expect(statuses.count { $0 == 412 } == 5, "round \(round): \(statuses)")
         }
+    }
+
+    /// A renewal sent to the replica that does not hold the stream is carried to the one that does:
+    /// the stream outlives its first token there; another subject's token is still 403, an unknown
+    /// stream 404.
+    @Test func aRenewalWorksOnTheReplicaThatDoesNotHoldTheStream() async throws {
+        let url = try TestPostgres.database()
+        let clock = ManualClock(now: Date())
+        let holder = try await TestHerald.secured(examples: false, clock: clock) { configuration in
+            configuration.postgresURL = url
+            configuration.http.streamClock = clock
+        }
+        defer { holder.stop() }
+        let other = try await TestHerald.secured(examples: false) { $0.postgresURL = url }
+        defer { other.stop() }
+        let writer = try await Tokens.make(expires: Date().addingTimeInterval(3600))
+        #expect(try other.client().request("PUT", "/units/u1", json: #"{"name":"U","status":"healthy"}"#, headers: Tokens.bearer(writer)).status == 201)
+        #expect(eventually { (try? holder.client().get("/units/u1").status) == 200 })
+        let first = try await Tokens.make(expires: clock.now.addingTimeInterval(60))
+        let stream = try holder.stream("/units/u1/events", headers: Tokens.bearer(first))
+        let id = try #require(try stream.next().json["stream"] as? String)
+        #expect(try stream.next().event == "snapshot")
+        let bob = try await Tokens.make(sub: "bob", expires: Date().addingTimeInterval(3600))
+        let refused = try other.client().request("POST", "/streams/\(id)/token", headers: Tokens.bearer(bob))
+        #expect(refused.status == 403, "\(refused.text)")
+        let fresh = try await Tokens.make(expires: Date().addingTimeInterval(3600))
+        let renewed = try other.client().request("POST", "/streams/\(id)/token", headers: Tokens.bearer(fresh))
+        #expect(renewed.status == 204, "\(renewed.text)")
+        clock.advance(by: 61)
+        #expect(try other.client().request("PUT", "/units/u1", json: #"{"name":"U","status":"dead"}"#, headers: Tokens.bearer(writer)).status == 200)
+        let changed = try stream.next(named: "unit")
+        #expect((changed.json["unit"] as? [String: Any])?["status"] as? String == "dead", "renewed through the other replica: the stream is open past its first exp")
+        #expect(try other.client().request("POST", "/streams/0123456789abcdef0123456789abcdef/token", headers: Tokens.bearer(fresh)).status == 404)
     }
 
     /// A bid sent to a replica right after another one created the auction is taken: whether the

@@ -24,8 +24,16 @@ public protocol EventFeed: AnyObject, Sendable {
     /// The stream is gone: release what the feed holds. Called exactly once.
     func close()
     /// When the stream ends (its token expires): it is then closed cleanly, and the client reconnects
-    /// with a fresh token and `Last-Event-ID`. nil: it never has to.
+    /// with a fresh token and `Last-Event-ID`. nil: it never has to. A `renewable` feed's end may move
+    /// (its token was renewed); it then wakes its stream, and the engine reads it again.
     var expires: Date? { get }
+    /// Whether `expires` may move while the stream is open.
+    var renewable: Bool { get }
+    /// The stream ends soon (`StreamEngine`'s expiry warning before `expires`): the feed queues its
+    /// warning and returns true, or returns false if it has none. The engine's thread.
+    func warnExpiring() -> Bool
+    /// The stream ends now because its time ran out: the feed's last bytes (by default `last(into:)`'s).
+    func expired(into out: inout [UInt8])
     /// Events taken so far (for the stream's summary and the delivered count); the engine's thread only.
     var eventsTaken: Int { get }
     /// The feed finished because its client fell too far behind (a slow consumer).
@@ -41,6 +49,9 @@ public protocol EventFeed: AnyObject, Sendable {
 
 extension EventFeed {
     public var expires: Date? { nil }
+    public var renewable: Bool { false }
+    public func warnExpiring() -> Bool { false }
+    public func expired(into out: inout [UInt8]) { last(into: &out) }
     public var eventsTaken: Int { 0 }
     public var overflowed: Bool { false }
     public var heartbeats: Bool { true }

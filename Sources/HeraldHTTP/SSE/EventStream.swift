@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Synchronization
 
@@ -69,6 +70,12 @@ final class EventStream: @unchecked Sendable {
     var inputReceived = 0
     /// In the engine's epoll set; until then a wake-up is ignored (registering writes the stream anyway).
     var registered = false
+    /// The feed's end as last filed in the expiry wheel, and when it falls and its warning is due, in
+    /// seconds of the engine's elapsed time (see `StreamEngine.file`).
+    var deadline: Date?
+    var endsAt = Double.infinity
+    var warnsAt = Double.infinity
+    var warned = false
     var closed = false
 
     init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,

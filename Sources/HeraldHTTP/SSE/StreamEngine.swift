@@ -53,6 +53,9 @@ public final class StreamEngine: Sendable {
     /// The engine's time (heartbeats, the tick, stream expiry).
     private let clock: any StreamClock
     private var elapsed: Duration { clock.elapsed }
+    private var elapsedSeconds: Double { Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 }
+    /// How long before its end a stream is warned (`EventFeed.warnExpiring`), in seconds.
+    let expiryWarning: Double
     private let inbox = Lock(Inbox())
     private let signaled = Atomic<Bool>(false)
     private let streamCount = Atomic<Int>(0)
@@ -69,8 +72,10 @@ public final class StreamEngine: Sendable {
     /// The engine thread's state; a debug build stops when another thread reaches for it.
     private var loop: Loop { bound.withValue { $0 } }
 
-    init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock()) {
+    init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock(),
+         expiryWarning: Duration = .seconds(60)) {
         self.limit = limit
+        self.expiryWarning = Double(expiryWarning.components.seconds) + Double(expiryWarning.components.attoseconds) / 1e18
         self.clock = clock
         self.perClientLimit = perClientLimit
         self.observer = observer
@@ -309,18 +314,42 @@ public final class StreamEngine: Sendable {
         stream.registered = true
         loop.streams[stream.token] = stream
         loop.ready.append(stream)
-        if let expires = stream.feed.expires {
-            loop.expiry.add(stream.token, secondsLeft: expires.timeIntervalSince(clock.date), at: elapsed)
-        }
+        file(stream)
     }
 
-    /// Ends, cleanly, each stream whose token has expired: what is queued goes out, then the body's end.
+    /// Files the stream's end, and its warning, in the expiry wheel. Filed again when a renewable
+    /// feed's end moved: an entry of an end that moved finds its stream not due, and does nothing.
+    private func file(_ stream: EventStream) {
+        stream.deadline = stream.feed.expires
+        stream.warned = false
+        guard let expires = stream.deadline else {
+            (stream.endsAt, stream.warnsAt) = (.infinity, .infinity)
+            return
+        }
+        let (now, left) = (elapsed, expires.timeIntervalSince(clock.date))
+        stream.endsAt = elapsedSeconds + left
+        stream.warnsAt = stream.endsAt - expiryWarning
+        loop.expiry.add(stream.token, secondsLeft: left, at: now)
+        // Opened (or renewed) with less time than the warning: warned at the next tick.
+        loop.expiry.add(stream.token, secondsLeft: max(left - expiryWarning, 0), at: now)
+    }
+
+    /// Warns each stream whose end is near, and ends, cleanly, each whose token has expired: what is
+    /// queued goes out, then the feed's `expired` bytes, then the body's end. The wheel gives a stream
+    /// at the first tick at or past the second its end (or warning) falls in, so `elapsedSeconds` has
+    /// reached the time filed.
     private func endExpired() {
+        let now = elapsedSeconds
         for token in loop.expiry.take(through: elapsed.components.seconds) {
-            guard let stream = loop.streams[token] else { continue }
-            stream.closing = max(stream.closing ?? .graceful, .graceful)
-            stream.closingReason = stream.closingReason ?? .expired
-            loop.ready.append(stream)
+            guard let stream = loop.streams[token], stream.deadline != nil else { continue }
+            if now >= stream.endsAt {
+                stream.closing = max(stream.closing ?? .graceful, .graceful)
+                stream.closingReason = stream.closingReason ?? .expired
+                loop.ready.append(stream)
+            } else if now >= stream.warnsAt, !stream.warned {
+                stream.warned = true
+                if stream.feed.warnExpiring() { loop.ready.append(stream) }
+            }
         }
     }
 
@@ -365,6 +394,8 @@ public final class StreamEngine: Sendable {
             drop(stream, stream.closingReason ?? .shutdown)
             return
         }
+        // A renewal moved the end (and woke the stream): file it again, unless it is ending already.
+        if stream.feed.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream) }
         guard !stream.blocked else { return }
         for _ in 0..<4 {
             if stream.hasPending {
@@ -397,7 +428,7 @@ public final class StreamEngine: Sendable {
                 if stream.closing == .graceful {
                     stream.ending = true
                     var last = EventStream.buffer()
-                    stream.feed.last(into: &last)
+                    if stream.closingReason == .expired { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
                     if last.count > EventStream.headroom { stream.load(last) }
                     if stream.framing == .chunked { stream.out += Self.lastChunk }
                 }

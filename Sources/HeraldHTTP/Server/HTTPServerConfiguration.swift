@@ -12,6 +12,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var bodyLimit: Int = 64 * 1024
     /// Seconds an idle non-streaming connection is kept open. Streams have no timeout.
     public var connectionTimeout: Int = 60
+    /// How long before its token's `exp` a stream is warned (`token-expiring`).
+    public var expiryWarning: Duration = .seconds(60)
     /// How often an SSE stream gets a heartbeat comment; nil: never.
     public var heartbeat: Duration? = .seconds(15)
     /// The `retry:` an SSE stream tells its client, in milliseconds.

@@ -31,6 +31,10 @@ public final class Herald: Sendable {
     /// Hears the commits of other replicas (PostgreSQL).
     let listener: PostgresListener?
     let pruning: Pruning?
+    /// The streams opened with a token, by id, for their renewal.
+    let leases = StreamLeases()
+    /// Renewals of streams other replicas hold (PostgreSQL, with a token key).
+    let forwarding: RenewalForwarding?
     let logger: Logger
     private let startedAt = ContinuousClock.now
 
@@ -92,7 +96,12 @@ public final class Herald: Sendable {
         }
         let access = Access(verifier: configuration.tokenKey.map(TokenVerifier.init(key:)), publicStreams: configuration.publicStreams,
                             writeRate: configuration.writesPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }, now: { clock.now })
-        let router = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access,
+        // On replicas a renewal may reach one that does not hold the stream: it asks the others.
+        let (listener, leases) = (listener, leases)
+        let forwarding = configuration.tokenKey == nil ? nil
+            : listener.map { RenewalForwarding(listener: $0, access: access, leases: leases) }
+        self.forwarding = forwarding
+        let router = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access, leases: leases, forwarding: forwarding,
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, keyed: configuration.tokenKey != nil, router: router)

@@ -7,9 +7,10 @@ import Logging
 
 /// Every route Herald serves, in one place: the subjects', the streams' and the service's own.
 enum RouteTable {
-    static func router(subjects: Subjects, hub: Hub, journal: Journal, access: Access, queueLimit: Int,
+    static func router(subjects: Subjects, hub: Hub, journal: Journal, access: Access, leases: StreamLeases,
+                       forwarding: RenewalForwarding?, queueLimit: Int,
                        startedAt: ContinuousClock.Instant, health: Health, scrape: (@Sendable () -> [UInt8])?, logger: Logger) -> Router {
-        let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access) { status(of: $0, in: subjects) }
+        let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access, leases: leases) { status(of: $0, in: subjects) }
         var routes = Routes(logger: logger, journal: journal, access: access)
         routes.addAuctions(subjects.auctions, events: events)
         routes.addCurrency(subjects.currency, events: events)
@@ -17,6 +18,8 @@ enum RouteTable {
         routes.addUnits(subjects.units, events: events)
         routes.addNotifications(journal, events: events)
         routes.add(.get, "/events") { request in try events.streamMany(request) }
+        let renewals = Renewals(access: access, leases: leases, forwarding: forwarding)
+        routes.add(.post, "/streams/{id}/token") { request in try renewals.renew(request) }
         let changes = Changes(events: events)
         routes.add(.get, "/changes") { request in try changes.answer(request) }
         routes.add(.get, "/health") { _ in

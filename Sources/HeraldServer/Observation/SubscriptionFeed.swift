@@ -9,18 +9,48 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     // owns its stream (handed over with it); the subscription it wraps is locked for the hub.
     private let subscription: Subscription
     private let localizer: TripLocalizer?
-    let expires: Date?
+    /// The stream's token: its id, subject, topics and end, which a renewal moves.
+    private let lease: StreamLease?
+    private let leases: StreamLeases?
+    private let fixedEnd: Date?
     /// Events taken (position markers are not events); the stream engine's thread only.
     private(set) var eventsTaken = 0
     private(set) var overflowed = false
+    /// The lease's events still to send first: `stream` at the start, `token-expiring` when warned.
+    /// The stream engine's thread only.
+    private var notices: [UInt8] = []
 
-    init(_ subscription: Subscription, localizer: TripLocalizer? = nil, expires: Date? = nil) {
+    /// - Parameter lease: the stream's token, which `leases` keeps while the stream is open (nil: a
+    ///   stream without token, or one that ends at `expires`).
+    init(_ subscription: Subscription, localizer: TripLocalizer? = nil, expires: Date? = nil,
+         lease: StreamLease? = nil, leases: StreamLeases? = nil) {
         self.subscription = subscription
         self.localizer = localizer
-        self.expires = expires
+        self.lease = lease
+        self.leases = leases
+        fixedEnd = expires
+        if let lease { notices = lease.message("stream") }
+    }
+
+    var expires: Date? { lease?.expires ?? fixedEnd }
+    var renewable: Bool { lease != nil }
+
+    func warnExpiring() -> Bool {
+        guard let lease else { return false }
+        notices += lease.message("token-expiring")
+        return true
+    }
+
+    func expired(into out: inout [UInt8]) {
+        if let lease { out += lease.message("expired") }
     }
 
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
+        let noticed = !notices.isEmpty
+        if noticed {
+            out += notices
+            notices = []
+        }
         var taken = 0
         let poll = subscription.drain { event in
             if event.name != .position { taken += 1 }
@@ -30,16 +60,23 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
         eventsTaken += taken
         switch poll {
         case .taken: return .taken
-        case .idle: return .idle
+        // A notice taken with nothing else is still something to write; the next take finds it idle.
+        case .idle: return noticed ? .taken : .idle
         case .ended(let end):
             overflowed = end == .overflowed
             return .finished
         }
     }
 
-    func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void) { subscription.setWaker(waker) }
+    func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void) {
+        lease?.setWaker(waker)
+        subscription.setWaker(waker)
+    }
 
-    func close() { subscription.cancel() }
+    func close() {
+        if let lease { leases?.close(lease) }
+        subscription.cancel()
+    }
 
     /// Its first events are all taken: they never come back, so the subscription's lock is not asked
     /// again (the engine asks before every take; measured at 3 % of its time with 1,000 streams).

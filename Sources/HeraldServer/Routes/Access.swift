@@ -51,23 +51,42 @@ struct Access: Sendable {
         return caller
     }
 
-    /// Lets a stream of `topics` open, or throws its 401 or 403; returns when the stream must end
-    /// (the token's `exp`). A stream's token may come as the header, the `herald_token` cookie or
-    /// `?access_token=` (EventSource cannot set headers).
-    func watcher(_ request: Request, topics: [String]) throws -> Date? {
+    /// Lets a stream of `topics` open, or throws its 401 or 403; returns the token, whose `exp` is when
+    /// the stream must end (nil: no token is needed). A stream's token may come as the header, the
+    /// `herald_token` cookie or `?access_token=` (EventSource cannot set headers).
+    func watcher(_ request: Request, topics: [String]) throws -> VerifiedToken? {
         guard let verifier, !publicStreams else { return nil }
         guard let token = Self.bearer(request) ?? Self.cookie(request) ?? request.query("access_token") else {
             throw Self.unauthorized("a stream needs a token: Authorization: Bearer <jwt>, the \(Self.cookie) cookie, or ?access_token=")
         }
         let verified = try verify(token, with: verifier)
+        try mayWatch(verified, topics)
+        return verified
+    }
+
+    /// Throws 403 unless `token`'s grants cover every one of `topics`.
+    func mayWatch(_ token: VerifiedToken, _ topics: [String]) throws {
         let allowed = { (topic: String) in
-            Topic(topic)?.isCollection == true ? verified.grants.maySubscribe(collection: topic) : verified.grants.maySubscribe(topic)
+            Topic(topic)?.isCollection == true ? token.grants.maySubscribe(collection: topic) : token.grants.maySubscribe(topic)
         }
         if let denied = topics.first(where: { !allowed($0) }) {
             throw Problem(status: .forbidden, detail: "the token may not subscribe to '\(RequestGuard.printable(denied))'",
                           extra: [("topic", .string(denied))])
         }
-        return verified.expires
+    }
+
+    /// A token from `Authorization: Bearer` only, checked (401 when missing or refused), and as sent:
+    /// a renewal's.
+    func bearerToken(_ request: Request) throws -> (token: VerifiedToken, raw: String) {
+        guard verifier != nil else { throw Problem(status: .notFound, detail: "Herald has no token key, so no stream has a token to renew") }
+        guard let token = Self.bearer(request) else { throw Self.unauthorized("a renewal needs the fresh token: Authorization: Bearer <jwt>") }
+        return (try verify(token), token)
+    }
+
+    /// `token` checked (401 when refused, or when Herald has no key).
+    func verify(_ token: String) throws -> VerifiedToken {
+        guard let verifier else { throw Self.unauthorized("Herald has no token key") }
+        return try verify(token, with: verifier)
     }
 
     private func verify(_ token: String, with verifier: TokenVerifier) throws -> VerifiedToken {

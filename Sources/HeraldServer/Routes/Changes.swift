@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAuth
 import HeraldCore
 import HeraldHTTP
 import HeraldJSON
@@ -18,7 +19,7 @@ struct Changes: Sendable {
 
     func answer(_ request: Request) throws -> Response {
         let (topics, filters) = try EventRoutes.topics(request)
-        let expires = try events.access.watcher(request, topics: topics)
+        let expires = try events.access.watcher(request, topics: topics)?.expires
         try events.checkTopics(topics)
         let wait: Int
         switch request.query("wait") {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAuth
 import HeraldCore
 import HeraldDomain
 import HeraldHTTP
@@ -10,6 +11,8 @@ struct EventRoutes: Sendable {
     let hub: Hub
     let queueLimit: Int
     let access: Access
+    /// The leases of the streams opened with a token, for their renewal.
+    let leases: StreamLeases
     /// Whether a topic names a subject that exists (unknown auctions, trips and units are 404), or
     /// could never name one (400).
     let check: @Sendable (String) -> TopicStatus
@@ -26,7 +29,7 @@ struct EventRoutes: Sendable {
 
     func stream(_ request: Request, topics: [String], filters: [String: CollectionFilter] = [:]) throws -> Response {
         // Who asks comes first: without a token, whether a subject exists is not told.
-        let expires = try access.watcher(request, topics: topics)
+        let token = try access.watcher(request, topics: topics)
         try checkTopics(topics)
         let subscription = hub.subscribe(to: topics, collections: filters, resume: try resumePoint(request), queueLimit: queueLimit,
                                          filter: try filter(request))
@@ -34,7 +37,10 @@ struct EventRoutes: Sendable {
         let locale = request.locale
         let localized = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } }
             && locale.identifier != Trip.eventLocale.identifier
-        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil, expires: expires))
+        // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
+        let lease = token.map { leases.open(subject: $0.subject, topics: topics, expires: $0.expires) }
+        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil,
+                                             lease: lease, leases: leases))
     }
 
     /// 404 for a topic naming no subject, 400 for one that could name none.

@@ -129,18 +129,19 @@ final class PostgresConnection: @unchecked Sendable {
         return Rows(rows: rows)
     }
 
-    /// Waits up to `milliseconds` for notifications (after `LISTEN`) and returns their payloads.
-    /// Throws when the connection broke.
-    func notifications(waiting milliseconds: Int32) throws(StoreError) -> [String] {
+    /// Waits up to `milliseconds` for notifications (after `LISTEN`) and returns their channels and
+    /// payloads. Throws when the connection broke.
+    func notifications(waiting milliseconds: Int32) throws(StoreError) -> [(channel: String, payload: String)] {
         let socket = PQsocket(handle)
         guard socket >= 0 else { throw StoreError("the connection to PostgreSQL is closed", kind: .unreachable) }
         var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
         if poll(&descriptor, 1, milliseconds) > 0, PQconsumeInput(handle) != 1 {
             throw StoreError("PostgreSQL: \(Self.message(handle))", kind: .unreachable)
         }
-        var payloads: [String] = []
+        var payloads: [(channel: String, payload: String)] = []
         while let notification = PQnotifies(handle) {
-            payloads.append(notification.pointee.extra.map { String(cString: $0) } ?? "")
+            payloads.append((notification.pointee.relname.map { String(cString: $0) } ?? "",
+                             notification.pointee.extra.map { String(cString: $0) } ?? ""))
             PQfreemem(notification)
         }
         return payloads

@@ -1,6 +1,8 @@
 import Foundation
+import HeraldThreads
 
-/// The thread that listens for commits (`PostgresStore.listen`).
+/// The thread that listens for commits (`PostgresStore.listen`), and carries the replicas' messages
+/// to each other (a stream's renewal sent to a replica that does not hold the stream).
 public final class PostgresListener: Sendable {
     private let stopped = SharedFlag(false)
     private let started = SharedFlag(false)
@@ -8,34 +10,73 @@ public final class PostgresListener: Sendable {
     private let url: String, channel: String
     private let listening: SharedFlag
     private let heard: @Sendable () -> Void
+    private let messages: Lock<MessageHandler?> = Lock(nil)
+    /// Messages to send, on the listener's connection, at its next turn (within `turn` milliseconds).
+    private let outbox = Lock<[String]>([])
+
+    /// Kept in a struct, not bare in a `Lock` (see `Writer.Hooks`).
+    private struct MessageHandler: Sendable {
+        let run: @Sendable (String) -> Void
+    }
+
+    /// The channel of the replicas' messages to each other.
+    public static let messageChannel = "herald_messages"
+    /// The longest wait for a notification before the thread looks at its outbox, in milliseconds.
+    static let turn: Int32 = 100
+    /// The longest message PostgreSQL carries (a NOTIFY payload is under 8,000 bytes).
+    public static let messageLimit = 7_900
 
     init(url: String, channel: String, listening: SharedFlag, heard: @escaping @Sendable () -> Void) {
         (self.url, self.channel, self.listening, self.heard) = (url, channel, listening, heard)
     }
 
-    /// Starts the thread, which connects, listens, and calls `heard` after each notification and after
-    /// each (re)connection.
+    /// Sets what is called with each message another replica (or this one) sent; before `start`.
+    public func onMessage(_ handler: @escaping @Sendable (String) -> Void) {
+        messages.withLock { $0 = MessageHandler(run: handler) }
+    }
+
+    /// Sends `message` to every replica's listener (this one's too), within about `turn` milliseconds;
+    /// false when it is too long to send. While the connection is down, it is lost.
+    @discardableResult
+    public func send(_ message: String) -> Bool {
+        guard message.utf8.count <= Self.messageLimit else { return false }
+        outbox.withLock { $0.append(message) }
+        return true
+    }
+
+    /// Starts the thread, which connects, listens, and calls `heard` after each commit's notification
+    /// and after each (re)connection, and the message handler with each message.
     public func start() {
         guard !stopped.isSet, !started.raise() else { return }
-        let (url, channel, listening, heard) = (url, channel, listening, heard)
+        let (url, channel, listening, heard, messages, outbox) = (url, channel, listening, heard, messages, outbox)
         let thread = Thread { [stopped, ended] in
             var connection: PostgresConnection?
+            let handler = messages.withLock { $0 }
             while !stopped.isSet {
                 guard let open = connection else {
                     do {
                         let made = try PostgresConnection(url)
                         try made.execute("LISTEN \(channel)")
+                        if handler != nil { try made.execute("LISTEN \(Self.messageChannel)") }
                         connection = made
                         listening.set(true)
                         heard()
                     } catch {
                         listening.set(false)
+                        outbox.withLock { $0 = [] }
                         Thread.sleep(forTimeInterval: 0.5)
                     }
                     continue
                 }
                 do {
-                    if try !open.notifications(waiting: 250).isEmpty { heard() }
+                    let notifications = try open.notifications(waiting: Self.turn)
+                    if notifications.contains(where: { $0.channel == channel }) { heard() }
+                    for notification in notifications where notification.channel == Self.messageChannel {
+                        handler?.run(notification.payload)
+                    }
+                    for message in outbox.withLock({ outbox in defer { outbox = [] }; return outbox }) {
+                        _ = try open.query("SELECT pg_notify($1, $2)", [.text(Self.messageChannel), .text(message)])
+                    }
                 } catch {
                     connection = nil
                     listening.set(false)

@@ -1,0 +1,80 @@
+import Foundation
+import HeraldDomain
+import HeraldHTTP
+import HeraldJSON
+import HeraldThreads
+
+/// What a stream opened with a token holds of it: who opened it, what it watches and when it ends.
+/// `POST /streams/{id}/token` moves the end with a fresh token of the same subject, so a stream outlives
+/// the token it opened with and neither loses an event nor reconnects.
+final class StreamLease: Sendable {
+    /// The stream's id: random, 128 bits, so a stream cannot be guessed from another's.
+    let id: String
+    /// The first token's `sub`: a renewal must name the same.
+    let subject: String?
+    /// The topics the stream watches: a renewal's grants must still cover them.
+    let topics: [String]
+
+    private struct State {
+        var expires: Date
+        var waker: (@Sendable (Bool) -> Void)?
+    }
+
+    private let state: Lock<State>
+
+    init(id: String, subject: String?, topics: [String], expires: Date) {
+        self.id = id
+        self.subject = subject
+        self.topics = topics
+        state = Lock(State(expires: expires))
+    }
+
+    var expires: Date { state.withLock { $0.expires } }
+
+    /// Moves the end to `expires` and wakes the stream, whose engine files the new end.
+    func renew(until expires: Date) {
+        let waker = state.withLock { state in
+            state.expires = expires
+            return state.waker
+        }
+        waker?(false)
+    }
+
+    /// The stream's waker (the engine's), so that a renewal wakes it.
+    func setWaker(_ waker: (@Sendable (Bool) -> Void)?) { state.withLock { $0.waker = waker } }
+
+    /// `{"stream": id, "expiresAt": …}`: the data of `stream`, `token-expiring` and `expired`.
+    var json: JSONValue { ["stream": .string(id), "expiresAt": .string(Timestamp.format(expires))] }
+
+    /// One of the lease's events, as SSE: no `id:`, so a client's `Last-Event-ID` stays the last event's.
+    func message(_ name: String) -> [UInt8] { SSEEncoder.encode(SSEMessage(id: nil, event: name, data: json.bytes)) }
+}
+
+/// The leases of this Herald's open streams, by id.
+final class StreamLeases: Sendable {
+    private let leases = Lock<[String: StreamLease]>([:])
+
+    /// A lease for a new stream, under a fresh id.
+    func open(subject: String?, topics: [String], expires: Date) -> StreamLease {
+        var generator = SystemRandomNumberGenerator()
+        let id = (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
+        let lease = StreamLease(id: id, subject: subject, topics: topics, expires: expires)
+        leases.withLock { $0[id] = lease }
+        return lease
+    }
+
+    func lease(_ id: String) -> StreamLease? { leases.withLock { $0[id] } }
+
+    /// The stream is gone.
+    func close(_ lease: StreamLease) {
+        lease.setWaker(nil)
+        leases.withLock { $0[lease.id] = nil }
+    }
+
+    var count: Int { leases.withLock { $0.count } }
+}
+
+extension String {
+    /// The string with zeros in front up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(width - count, 0)) + self }
+}

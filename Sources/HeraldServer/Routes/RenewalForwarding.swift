@@ -1,0 +1,72 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import HeraldHTTP
+import HeraldJSON
+import HeraldStore
+import HeraldThreads
+
+/// A renewal sent to a replica that does not hold the stream goes to every replica through
+/// PostgreSQL (`PostgresListener.send`): the one that holds it checks the fresh token there, renews,
+/// and answers the same way; the asking replica answers its client with that. No replica that holds the
+/// stream answers within `wait`: 404.
+final class RenewalForwarding: Sendable {
+    private let listener: PostgresListener
+    private let access: Access
+    private let leases: StreamLeases
+    private let waiting = Lock<[String: Waiter]>([:])
+
+    /// An answer function kept in a struct (see `Writer.Hooks`).
+    private struct Waiter: Sendable {
+        let answer: @Sendable (Response) -> Void
+    }
+
+    /// How long a forwarded renewal waits for the replica that holds the stream.
+    static let wait: DispatchTimeInterval = .seconds(2)
+
+    init(listener: PostgresListener, access: Access, leases: StreamLeases) {
+        (self.listener, self.access, self.leases) = (listener, access, leases)
+        listener.onMessage { [weak self] message in self?.received(message) }
+    }
+
+    /// Asks the other replicas to renew stream `id` with `token` (already checked here); `answer` gets
+    /// their answer, once, on another thread.
+    func renew(_ id: String, token: String, answer: @escaping @Sendable (Response) -> Void) {
+        var generator = SystemRandomNumberGenerator()
+        let reply = String(generator.next() as UInt64, radix: 36)
+        let message = JSONValue.object([("renew", .string(id)), ("token", .string(token)), ("reply", .string(reply))]).bytes
+        guard listener.send(String(decoding: message, as: UTF8.self)) else {
+            answer(Problem(status: .contentTooLarge, detail: "the token is too long to send to the replica that holds the stream").response)
+            return
+        }
+        waiting.withLock { $0[reply] = Waiter(answer: answer) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.wait) { [weak self] in
+            guard let waiter = self?.waiting.withLock({ $0.removeValue(forKey: reply) }) else { return }
+            waiter.answer(Problem(status: .notFound, detail: "no Herald holds an open stream '\(RequestGuard.printable(id))': it ended").response)
+        }
+    }
+
+    /// A message from a replica's listener (this one's included): a renewal to make here, or the answer
+    /// to one this replica asked for.
+    private func received(_ text: String) {
+        guard let message = try? JSONValue.parse(Array(text.utf8)) else { return }
+        if let id = message["renew"]?.stringValue, let token = message["token"]?.stringValue, let reply = message["reply"]?.stringValue {
+            guard let lease = leases.lease(id) else { return }  // another replica's stream, or none
+            var status = 204, detail = ""
+            do {
+                try Renewals.renew(lease, with: try access.verify(token), access: access)
+            } catch let problem as Problem {
+                (status, detail) = (problem.status.code, problem.detail)
+            } catch {
+                (status, detail) = (500, "the renewal failed")
+            }
+            listener.send(String(decoding: JSONValue.object([("answer", .string(reply)), ("status", .integer(status)),
+                                                             ("detail", .string(detail))]).bytes, as: UTF8.self))
+        } else if let reply = message["answer"]?.stringValue, let status = message["status"]?.intValue {
+            guard let waiter = waiting.withLock({ $0.removeValue(forKey: reply) }) else { return }
+            let detail = message["detail"]?.stringValue ?? ""
+            waiter.answer(status == 204 ? .empty(status: .noContent)
+                          : Problem(status: HTTPResponse.Status(code: Int(status)), detail: detail).response)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import HTTPTypes
+import HeraldAuth
+import HeraldHTTP
+
+/// `POST /streams/{id}/token` with `Authorization: Bearer <fresh token>`: the stream `id` (its `stream`
+/// event names it) now ends at the fresh token's `exp`. The fresh token must be for the same subject
+/// as the stream's first, and its grants must still cover every topic the stream watches (403
+/// otherwise). The stream goes on: no event is lost, and it does not reconnect.
+struct Renewals: Sendable {
+    let access: Access
+    let leases: StreamLeases
+    /// Replicas: a stream this one does not hold may be another's.
+    let forwarding: RenewalForwarding?
+
+    func renew(_ request: Request) throws -> Response {
+        let id = request.parameter("id")
+        let (token, raw) = try access.bearerToken(request)
+        guard let lease = leases.lease(id) else {
+            if let forwarding { return .later { answer in forwarding.renew(id, token: raw, answer: answer) } }
+            throw Problem(status: .notFound, detail: "no open stream '\(RequestGuard.printable(id))': it ended")
+        }
+        try Self.renew(lease, with: token, access: access)
+        return .empty(status: .noContent)
+    }
+
+    /// Moves `lease`'s end to `token`'s `exp`, or throws 403 for another subject or grants that no
+    /// longer cover the stream.
+    static func renew(_ lease: StreamLease, with token: VerifiedToken, access: Access) throws {
+        guard token.subject == lease.subject else {
+            throw Problem(status: .forbidden, detail: "the stream was opened for "
+                          + (lease.subject.map { "'\(RequestGuard.printable($0))'" } ?? "a token without sub")
+                          + "; the fresh token is " + (token.subject.map { "for '\(RequestGuard.printable($0))'" } ?? "without sub"))
+        }
+        try access.mayWatch(token, lease.topics)
+        lease.renew(until: token.expires)
+    }
+}
