@@ -69,6 +69,8 @@ let package = Package(
                 .embedInCode("Resources/openapi.yaml"),
                 .embedInCode("Resources/Web/index.html"),
                 .embedInCode("Resources/Web/app.js"),
+                .embedInCode("Resources/Web/herald.js"),
+                .embedInCode("Resources/Web/herald.d.ts"),
                 .embedInCode("Resources/Web/app.css"),
                 .embedInCode("Resources/Web/favicon.svg"),
             ]

@@ -349,9 +349,13 @@ public final class Hub: Sendable {
     /// A topic that is a collection subject is watched through its filter in `collections` (every
     /// member when it has none there): its snapshot holds the members that pass, and its members'
     /// changes come as `Membership` tells.
+    ///
+    /// `added`: topics new to a stream that resumes (`.after`), as when a browser's shared stream takes
+    /// another tab's topics. Those with state start with a snapshot as of now instead of a replay; the
+    /// others' replay is exactly as without them.
     public func subscribe(
         to topics: [String], collections filters: [String: CollectionFilter] = [:], resume: ResumePoint, queueLimit: Int = 4096,
-        filter: (@Sendable (Event) -> Bool)? = nil
+        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = []
     ) -> Subscription {
         let observer = state.withLock { state -> Observer in
             var collections: [String: CollectionFilter] = [:]
@@ -359,7 +363,7 @@ public final class Hub: Sendable {
             let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
                                     filter: filter, startedAt: state.sequence)
             state.nextObserverId += 1
-            var initial = initialEvents(for: observer, resume: resume, in: &state)
+            var initial = initialEvents(for: observer, resume: resume, added: added, in: &state)
             if initial.isEmpty, case .now = resume {
                 // Nothing to send yet: the stream still starts at a position, so a client that reconnects
                 // before the first event sends a Last-Event-ID and misses nothing.
@@ -428,7 +432,7 @@ public final class Hub: Sendable {
         if removed { state.observerCount -= 1 }
     }
 
-    private func initialEvents(for observer: Observer, resume: ResumePoint, in state: inout State) -> [Event] {
+    private func initialEvents(for observer: Observer, resume: ResumePoint, added: Set<String>, in state: inout State) -> [Event] {
         switch resume {
         case .now(let snapshot):
             return snapshot ? snapshots(for: observer, in: &state, resync: false) : []
@@ -451,18 +455,36 @@ public final class Hub: Sendable {
                 let middle = (low + high) / 2
                 if state.history[middle].id <= lastSeen { low = middle + 1 } else { high = middle }
             }
+            // Added topics with state start from a snapshot: their events before it are in it.
+            let fresh = Set(added.filter { observer.interests.contains($0) && (state.subjects[$0]?.value != nil || state.subjects[$0]?.collection != nil) })
             var offset = low
             while offset < state.history.count {
-                if let view = observer.view(of: state.history[offset]) { events.append(view) }
+                let event = state.history[offset]
                 offset += 1
+                guard let view = observer.view(of: event) else { continue }
+                if !fresh.isEmpty {
+                    // The view comes through the event's own topic when watched, else through its collection.
+                    let through = observer.interests.contains(event.topic) ? event.topic : Self.collection(of: event.topic)
+                    if fresh.contains(through) { continue }
+                }
+                events.append(view)
             }
-            return events
+            return events + snapshots(for: observer, of: observer.interests.filter(fresh.contains), in: &state, resync: false)
         }
     }
 
+    /// `auctions` for `auctions/7`.
+    private static func collection(of topic: String) -> String {
+        topic.firstIndex(of: "/").map { String(topic[..<$0]) } ?? topic
+    }
+
     private func snapshots(for observer: Observer, in state: inout State, resync: Bool) -> [Event] {
+        snapshots(for: observer, of: observer.interests, in: &state, resync: resync)
+    }
+
+    private func snapshots(for observer: Observer, of topics: [String], in state: inout State, resync: Bool) -> [Event] {
         var events: [Event] = []
-        for topic in observer.interests {
+        for topic in topics {
             if resync {
                 let data = JSONValue.object([("topic", .string(topic)), ("lastEventId", .string(String(state.sequence)))]).bytes
                 events.append(Event(id: state.sequence, order: state.order, topic: topic, name: "resync", data: data, encoder: encoder))

@@ -73,6 +73,24 @@ import Testing
         #expect(drain(subscription).map(\.id) == [6, 8, 10, 11])
     }
 
+    /// A topic added to a resumed stream (a browser's shared stream taking another tab's topics)
+    /// starts with its snapshot as of now; the other topics replay exactly; a topic without state
+    /// (a notification) replays even when added.
+    @Test func anAddedTopicStartsWithItsSnapshotWhileTheOthersReplay() {
+        let hub = Hub(historyLimit: 100)
+        for index in 1...6 {
+            let topic = index.isMultiple(of: 2) ? "a" : "b"
+            hub.publish(topic: topic, name: "e", updates: [Hub.Update(topic: topic, value: bytes("\(topic)\(index)"))], data: bytes("\(index)"))
+        }
+        hub.publish(topic: "notifications/n", name: "notification", data: bytes("n7"))
+        let subscription = hub.subscribe(to: ["a", "b", "notifications/n"], resume: .after(2), added: ["b", "notifications/n"])
+        let events = drain(subscription)
+        #expect(events.map { "\($0.name.text):\(text($0))" } == ["e:4", "e:6", "notification:n7", "snapshot:b5"])
+        #expect(events.last?.id == 7, "the snapshot stands at the last id")
+        let plain = hub.subscribe(to: ["a", "b"], resume: .after(2))
+        #expect(drain(plain).map(text) == ["3", "4", "5", "6"], "without added, every topic replays")
+    }
+
     @Test func transientEventsAreDeliveredButNeitherNumberedNorKept() {
         let hub = Hub(historyLimit: 100)
         hub.publish(topic: "a", name: "bid", data: bytes("1"))

@@ -102,6 +102,25 @@ import Testing
         print("handoff: \(raced) of 50 streams began more than one event after their read")
     }
 
+    /// `added=`: a topic new to a resumed stream starts with its snapshot; the others replay.
+    @Test func aTopicAddedToAResumedStreamStartsWithItsSnapshot() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        let auction = try server.auction(countdown: 3600)
+        let first = try client.post("/auctions/\(auction)/bids", #"{"bidder":"ann","amount":10}"#)
+        let last = try #require(first.header("Herald-Event-ID"))
+        _ = try client.put("/currency", #"{"default":"euro"}"#)
+        _ = try client.post("/auctions/\(auction)/bids", #"{"bidder":"bob","amount":20}"#)
+        let stream = try server.stream("/events?topic=auctions/\(auction)&topic=currency&added=currency", headers: [("Last-Event-ID", last)])
+        let events = try stream.next(2)
+        #expect(events.map(\.event) == ["bid", "snapshot"], "the auction replays its bid of 20; the currency is a snapshot, not its change")
+        #expect((events[0].json["bid"] as? [String: Any])?["amount"] as? Int == 20)
+        #expect(events[1].json["default"] as? String == "euro")
+        let refused = try client.get("/events?topic=currency&added=units&lastEventId=\(last)")
+        #expect(refused.status == 400)
+    }
+
     // MARK: - ETag and conditional changes
 
     @Test func aUnitsVersionGuardsItsChanges() throws {

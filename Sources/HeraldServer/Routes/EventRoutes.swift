@@ -32,7 +32,7 @@ struct EventRoutes: Sendable {
         let token = try access.watcher(request, topics: topics)
         try checkTopics(topics)
         let subscription = hub.subscribe(to: topics, collections: filters, resume: try resumePoint(request), queueLimit: queueLimit,
-                                         filter: try filter(request))
+                                         filter: try filter(request), added: try added(request, topics))
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         let locale = request.locale
         let localized = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } }
@@ -143,6 +143,21 @@ struct EventRoutes: Sendable {
 
     /// Trip fields `?fields=` may name.
     static let tripFields: Set<String> = ["actualDeparture", "delay", "delayed"]
+
+    /// `?added=T` (each a topic of the stream, bare or with its filter): topics new to a resumed stream,
+    /// which start with a snapshot instead of a replay (a browser's shared stream taking another tab's
+    /// topics). Without `Last-Event-ID` every topic starts with a snapshot anyway.
+    private func added(_ request: Request, _ topics: [String]) throws -> Set<String> {
+        var added: Set<String> = []
+        for named in request.queryValues("added") {
+            let topic = String(named.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0])
+            guard topics.contains(topic) else {
+                throw Problem(status: .badRequest, detail: "added names '\(RequestGuard.printable(named))', which is not a topic of this stream")
+            }
+            added.insert(topic)
+        }
+        return added
+    }
 
     /// `Last-Event-ID` (header, or `lastEventId` for a first connection), else the snapshot choice.
     private func resumePoint(_ request: Request) throws -> ResumePoint {

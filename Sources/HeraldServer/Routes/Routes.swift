@@ -90,10 +90,10 @@ struct Routes {
     mutating func read(_ pattern: String, _ handler: @escaping @Sendable (Request) throws -> Response) {
         let journal = journal
         add(.get, pattern) { request in
-            let conditions = try Preconditions(request)
             var (response, eventID) = try journal.reading { try handler(request) }
             response.headers.append(HTTPField(name: .heraldEventID, value: String(eventID)))
-            if let etag = response.headers[.eTag], conditions.notModified(etag) {
+            // A malformed If-None-Match is ignored on a read: the state is sent either way.
+            if let etag = response.headers[.eTag], let conditions = try? Preconditions(request), conditions.notModified(etag) {
                 // libmicrohttpd sends the 200's length and never the body (see `PageFile`).
                 response.status = .notModified
                 response.headers[.contentType] = nil

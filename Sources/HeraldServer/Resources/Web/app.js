@@ -1,5 +1,6 @@
-// Herald's live page: every subject on screen through one EventSource on /events.
-"use strict";
+// Herald's live page: every subject on screen through Herald's browser module, which holds one
+// stream for all of this browser's tabs of the page.
+import { Herald } from "/herald.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -12,7 +13,8 @@ const view = {
   lobby: new Map(),
   // The lobby's snapshot is still arriving (`more: true`).
   lobbyFilling: false,
-  source: null,
+  herald: null,
+  subscription: null,
   retryMs: 3000,
   resyncedUntil: 0,
   // A token (JWT) for a Herald that needs one; kept for this tab only.
@@ -82,31 +84,38 @@ function setConnection(state, text) {
   element.textContent = text;
 }
 
-/** (Re)opens the stream for what is on screen. EventSource itself reconnects with Last-Event-ID. */
-function subscribe() {
-  if (view.source) view.source.close();
-  // EventSource cannot set headers: the token goes in the query (Herald keeps it out of its logs).
-  const token = view.token ? `&access_token=${encodeURIComponent(view.token)}` : "";
-  const query = topics().map((topic) => `topic=${encodeURIComponent(topic)}`).join("&") + token;
-  const source = new EventSource(`/events?${query}`);
-  view.source = source;
-  setConnection("connecting", "connecting…");
-  source.onopen = () => {
-    if (Date.now() > view.resyncedUntil) setConnection("connected", "connected");
-  };
-  source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED) {
-      // The server refused the stream (a restart lost this auction, a token missing or expired):
-      // start over shortly.
-      setConnection("reconnecting", `reconnecting in ${view.retryMs / 1000} s`);
-      setTimeout(() => { if (view.source === source) reload(); }, view.retryMs);
+/** The module, for this page's token: one stream shared with the browser's other tabs of the page. */
+function startHerald() {
+  if (view.herald) view.herald.close();
+  // The token is read again at each renewal: a fresh one pasted in the field renews the stream before
+  // its token expires, without a reconnect (submitting the field starts over with it).
+  const herald = new Herald({ token: async () => $("token").value.trim() || view.token || null, name: view.token ? "herald-token" : "herald" });
+  view.herald = herald;
+  view.subscription = null;
+  herald.on("status", (status) => {
+    const element = $("connection");
+    element.dataset.transport = status.transport;
+    element.dataset.leader = String(status.leader);
+    if (status.connection === "connected") {
+      if (Date.now() > view.resyncedUntil) setConnection("connected", status.transport === "long-poll" ? "connected (long-poll)" : "connected");
+    } else if (status.connection === "reconnecting") {
+      setConnection("reconnecting", "reconnecting…");
     } else {
-      setConnection("reconnecting", `reconnecting (retry every ${view.retryMs / 1000} s)`);
+      setConnection("connecting", "connecting…");
     }
-  };
-  const on = (name, handler) => source.addEventListener(name, (message) => {
-    if (view.source !== source) return;
-    handler(JSON.parse(message.data));
+  });
+  herald.on("error", (error) => setConnection("reconnecting", error.message));
+}
+
+/** (Re)subscribes to what is on screen. */
+function subscribe() {
+  if (!view.herald) startHerald();
+  if (view.subscription) view.subscription.close();
+  const handlers = {};
+  const on = (name, handler) => { handlers[name] = handler; };
+  view.subscription = view.herald.subscribe(topics(), (event) => {
+    const handler = handlers[event.event];
+    if (handler) handler(event.data);
   });
   on("snapshot", snapshot);
   on("resync", () => {
@@ -330,6 +339,7 @@ function wire() {
     view.token = $("token").value.trim();
     if (view.token) sessionStorage.setItem("herald.token", view.token); else sessionStorage.removeItem("herald.token");
     $("token-problem").textContent = "";
+    startHerald();
     subscribe();
   });
   $("currency-select").addEventListener("change", (event) => {

@@ -1,0 +1,231 @@
+"""Herald's browser module (/herald.js) in headless Chromium: one stream for every tab of a browser,
+a leader tab whose close loses nothing, and a token renewed on an open stream.
+
+Tabs that share the stream are windows of one WebDriver session (one profile, one origin), where the
+Web Locks API and BroadcastChannel reach each other."""
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+
+import herald_process
+import pytest
+from selenium.webdriver.common.by import By
+
+from conftest import Herald, make_browser
+from test_live_page import connected, wait
+
+SECRET = "browser-module-secret-0123456789abcdef"
+
+
+def metric(server, name):
+    """The metric's value, summed over its labels (0 when it has no line yet)."""
+    with urllib.request.urlopen(server.origin + "/metrics", timeout=5) as response:
+        lines = response.read().decode().splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(name + " ") or line.startswith(name + "{"))
+
+
+def notify(server, number):
+    server.request("POST", "/notifications/hello", {"userInfo": {"n": number}})
+
+
+def notifications(browser):
+    """The numbers of the notifications the page's log shows, oldest first."""
+    codes = browser.find_elements(By.CSS_SELECTOR, "#notification-log code")
+    return [json.loads(code.text).get("n") for code in reversed(codes)]
+
+
+def role(browser):
+    return browser.find_element(By.ID, "connection").get_attribute("data-leader")
+
+
+@pytest.fixture(scope="module")
+def server():
+    herald = Herald()
+    herald.start()
+    yield herald
+    herald.stop()
+    shutil.rmtree(herald.data, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tabs(server):
+    browser = make_browser()
+    handles = []
+    for index in range(8):
+        if index:
+            browser.switch_to.new_window("tab")
+        browser.get(server.origin + "/")
+        handles.append(browser.current_window_handle)
+    for handle in handles:
+        browser.switch_to.window(handle)
+        wait(browser, lambda: connected(browser), 30, "every tab connects")
+    yield browser, handles
+    browser.quit()
+
+
+def test_eight_tabs_hold_one_stream(server, tabs):
+    browser, handles = tabs
+    wait(browser, lambda: metric(server, "herald_streams_open") == 1, 30,
+         f"8 tabs, 1 stream (open streams: {metric(server, 'herald_streams_open')})")
+    leaders = []
+    for handle in handles:
+        browser.switch_to.window(handle)
+        leaders.append(role(browser))
+    assert leaders.count("true") == 1, leaders
+    # Every tab has the state its snapshots gave it, through the one stream.
+    for handle in handles:
+        browser.switch_to.window(handle)
+        wait(browser, lambda: browser.find_element(By.ID, "auction-item-name").text not in ("", "—"), 20, "the auction shows")
+        assert browser.find_element(By.ID, "connection").get_attribute("data-transport") in ("eventsource", "shared")
+
+
+def test_closing_the_leader_tab_loses_no_event(server, tabs):
+    browser, handles = tabs
+    for number in range(1, 6):
+        notify(server, number)
+    leader = None
+    for handle in handles:
+        browser.switch_to.window(handle)
+        if role(browser) == "true":
+            leader = handle
+    assert leader is not None
+    followers = [handle for handle in handles if handle != leader]
+    for handle in followers:
+        browser.switch_to.window(handle)
+        wait(browser, lambda: notifications(browser)[-1:] == [5], 20, "every tab has the first five")
+    browser.switch_to.window(leader)
+    browser.close()
+    # Events published while the lock passes to another tab, and after.
+    for number in range(6, 16):
+        notify(server, number)
+        time.sleep(0.05)
+    for handle in followers:
+        browser.switch_to.window(handle)
+        wait(browser, lambda: notifications(browser)[-1:] == [15], 30, f"the tab sees the last ({notifications(browser)})")
+        seen = notifications(browser)
+        assert seen == list(range(1, 16)), f"each notification once, in order: {seen}"
+    leaders = []
+    for handle in followers:
+        browser.switch_to.window(handle)
+        leaders.append(role(browser))
+    assert leaders.count("true") == 1, leaders
+    wait(browser, lambda: metric(server, "herald_streams_open") == 1, 30, "still one stream")
+
+
+@pytest.fixture(scope="module")
+def secured():
+    # Tokens warn 5 s before their end: a 7 s token is warned at once.
+    herald = Herald(["--jwt-key", SECRET, "--token-warning-seconds", "5"])
+    herald.start()
+    yield herald
+    herald.stop()
+    shutil.rmtree(herald.data, ignore_errors=True)
+
+
+def token(*arguments):
+    return subprocess.run([herald_process.binary(), "token", "--key", SECRET, "--sub", "ann", "--subscribe", "*",
+                           "--publish", "*", *arguments], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_token_that_expires_is_renewed_without_the_stream_closing(secured):
+    browser = make_browser()
+    try:
+        browser.get(secured.origin + "/")
+        short = token("--ttl", "7")
+        browser.find_element(By.ID, "token").send_keys(short)
+        browser.find_element(By.ID, "token-form").submit()
+        wait(browser, lambda: connected(browser), 30, "the page connects with its token")
+        started = time.time()
+        closed_before = metric(secured, "herald_streams_closed_total")
+        # A fresh token in the field: the module renews with it when the stream is warned.
+        fresh = token("--ttl", "1h")
+        browser.execute_script("document.getElementById('token').value = arguments[0]", fresh)
+        # Past the first token's end (7 s): the stream is the same one, and it still delivers.
+        time.sleep(max(0, 9 - (time.time() - started)))
+        request = urllib.request.Request(secured.origin + "/notifications/hello", method="POST",
+                                         data=json.dumps({"userInfo": {"n": 99}}).encode(),
+                                         headers={"Content-Type": "application/json", "Authorization": f"Bearer {fresh}"})
+        urllib.request.urlopen(request, timeout=5)
+        wait(browser, lambda: 99 in notifications(browser), 20, "the renewed stream delivers")
+        assert metric(secured, "herald_streams_closed_total") == closed_before, "no stream closed: renewed, not reconnected"
+        assert metric(secured, "herald_streams_open") == 1
+        assert connected(browser)
+    finally:
+        browser.quit()
+
+
+class BufferingProxy:
+    """A proxy that holds every stream back (as a buffering proxy does: no byte of /events ever comes)
+    and passes every other request through to Herald."""
+
+    def __init__(self, target):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *arguments):
+                pass
+
+            def do_GET(self):
+                if self.path.startswith("/events"):
+                    time.sleep(60)  # nothing, until the client gives up
+                    return
+                request = urllib.request.Request(target + self.path, headers={"Origin": self.headers.get("Origin", "")})
+                try:
+                    with urllib.request.urlopen(request, timeout=40) as response:
+                        status, headers, body = response.status, response.headers, response.read()
+                except urllib.error.HTTPError as error:
+                    status, headers, body = error.code, error.headers, error.read()
+                try:
+                    self.send_response(status)
+                    for name in ("Content-Type", "Access-Control-Allow-Origin", "Access-Control-Expose-Headers"):
+                        if headers.get(name):
+                            self.send_header(name, headers[name])
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the browser went away (the test ended) while a poll was held
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def test_behind_a_proxy_that_holds_streams_back_the_module_long_polls(server):
+    proxy = BufferingProxy(server.origin)
+    browser = make_browser()
+    try:
+        browser.get(server.origin + "/health")  # a page of Herald's origin: JSON is shown, not downloaded
+        start = server_last_id(server)
+        # A page on Herald's origin that reaches Herald through the proxy; heartbeats of 1 s, so the
+        # module gives up on the stream after 2 s without a byte.
+        browser.execute_script("""
+            window.seen = [];
+            import(arguments[2]).then(({ Herald }) => {
+              const h = new Herald({ url: arguments[0], share: false, heartbeatSeconds: 1 });
+              window.moduleHerald = h;
+              h.subscribe(["notifications/poll"], (event) => window.seen.push(event), { after: arguments[1] });
+            });
+        """, proxy.origin, start, server.origin + "/herald.js")
+        wait(browser, lambda: browser.execute_script("return window.moduleHerald && window.moduleHerald.transport") == "long-poll",
+             30, "the module falls back to long-polling")
+        for number in range(1, 4):
+            server.request("POST", "/notifications/poll", {"userInfo": {"n": number}})
+        wait(browser, lambda: browser.execute_script("return window.seen.length") == 3, 30, "the events come through /changes")
+        seen = browser.execute_script("return window.seen.map((e) => [e.event, e.data.userInfo.n])")
+        assert seen == [["notification", 1], ["notification", 2], ["notification", 3]], seen
+    finally:
+        browser.quit()
+        proxy.stop()
+
+
+def server_last_id(server):
+    with urllib.request.urlopen(server.origin + "/currency", timeout=5) as response:
+        return response.headers["Herald-Event-ID"]
