@@ -22,8 +22,8 @@ struct PageFile: Sendable {
             .eTag: etag, .cacheControl: "no-cache", .xContentTypeOptions: "nosniff",
             .contentSecurityPolicy: Self.policy, .referrerPolicy: "no-referrer",
         ]
-        // A malformed If-None-Match is ignored here: the page is served either way.
-        if let conditions = try? Preconditions(request), conditions.notModified(etag) {
+        // A malformed If-None-Match names no version: the page is served.
+        if Preconditions(request).notModified(etag) {
             return Response(status: .notModified, headers: headers, body: .bytes(body))
         }
         return Response(status: .ok, headers: [.contentType: contentType] + headers, body: .bytes(body))

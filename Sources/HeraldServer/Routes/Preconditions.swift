@@ -40,19 +40,21 @@ enum EntityTag {
 /// version the client names, so that two clients editing one subject cannot overwrite each other
 /// unseen; and a read answered 304 when the client has the current version.
 struct Preconditions: Sendable {
-    /// An entity-tag list: `*`, or tags (a weak one `W/"x"` kept with its prefix).
+    /// An entity-tag list: `*`, or tags (a weak one `W/"x"` kept with its prefix), or a value that is
+    /// neither, which names no version.
     enum Tags: Sendable, Equatable {
         case any
         case list([String])
+        case malformed(String)
     }
 
     let ifMatch: Tags?
     let ifNoneMatch: Tags?
 
-    /// The request's conditions; 400 for a header that is no entity-tag list.
-    init(_ request: Request) throws {
-        ifMatch = try request.header(.ifMatch).map { try Self.parse($0, "If-Match") }
-        ifNoneMatch = try request.header(.ifNoneMatch).map { try Self.parse($0, "If-None-Match") }
+    /// The request's conditions.
+    init(_ request: Request) {
+        ifMatch = request.header(.ifMatch).map(Self.parse)
+        ifNoneMatch = request.header(.ifNoneMatch).map(Self.parse)
     }
 
     /// Whether the request named no condition.
@@ -61,7 +63,16 @@ struct Preconditions: Sendable {
     /// Refuses the change (412) unless `current`, the subject's tag as the change sees it (nil: it does
     /// not exist), passes: `If-Match` compares strongly (a weak tag never matches), `If-None-Match`
     /// weakly; `*` is any version at all.
+    /// A malformed header names no version, and its condition cannot be judged: 412, saying how to
+    /// write one.
     func check(_ current: String?, _ subject: String) throws(DomainError) {
+        for (field, tags) in [("If-Match", ifMatch), ("If-None-Match", ifNoneMatch)] {
+            guard case .malformed(let value) = tags else { continue }
+            var error = DomainError(.preconditionFailed, "\(field) must be * or quoted entity tags (\"…\", W/\"…\"), comma-separated, "
+                                    + "not '\(RequestGuard.printable(value))'; nothing changed")
+            error.currentTag = current
+            throw error
+        }
         if let ifMatch, !Self.matches(ifMatch, current, weak: false) {
             var error = DomainError(.preconditionFailed, current == nil
                 ? "\(subject) does not exist, so If-Match cannot hold; nothing changed"
@@ -87,6 +98,7 @@ struct Preconditions: Sendable {
     private static func matches(_ tags: Tags, _ current: String?, weak: Bool) -> Bool {
         guard let current else { return false }
         switch tags {
+        case .malformed: return false
         case .any: return true
         case .list(let list):
             return list.contains { tag in
@@ -97,7 +109,7 @@ struct Preconditions: Sendable {
     }
 
     /// `*` or `#entity-tag` (RFC 9110 §8.8.3): `"x"`, `W/"x"`, comma-separated.
-    static func parse(_ value: String, _ field: String) throws -> Tags {
+    static func parse(_ value: String) -> Tags {
         let text = value.trimmingSpacesAndTabs
         if text == "*" { return .any }
         var tags: [String] = []
@@ -111,19 +123,15 @@ struct Preconditions: Sendable {
                 bytes.removeFirst(2)
             }
             guard bytes.first == UInt8(ascii: "\""), let end = bytes.dropFirst().firstIndex(of: UInt8(ascii: "\"")) else {
-                throw Problem(status: .badRequest, detail: "\(field) must be * or quoted entity tags (\"…\", W/\"…\"), "
-                              + "comma-separated, not '\(RequestGuard.printable(value))'")
+                return .malformed(value)
             }
             tag += bytes[bytes.startIndex...end]
             bytes = bytes[bytes.index(after: end)...]
             tags.append(String(decoding: tag, as: UTF8.self))
             let before = bytes.count
             skipSeparators()
-            guard bytes.isEmpty || bytes.count < before else {
-                throw Problem(status: .badRequest, detail: "\(field): entity tags are separated by commas, in '\(RequestGuard.printable(value))'")
-            }
+            guard bytes.isEmpty || bytes.count < before else { return .malformed(value) }
         }
-        guard !tags.isEmpty else { throw Problem(status: .badRequest, detail: "\(field) names no entity tag") }
-        return .list(tags)
+        return tags.isEmpty ? .malformed(value) : .list(tags)
     }
 }

@@ -52,7 +52,7 @@ extension Routes {
             let id = try request.auctionID()
             guard replicated || auctions.exists(id) else { throw DomainError.notFound("auction", id) }
             let bid = try NewBid(json: try request.json(), as: caller)
-            let conditions = try Preconditions(request)
+            let conditions = Preconditions(request)
             return { () throws(DomainError) in
                 // `If-Match`: a bid only if nobody bid since the client read the auction.
                 if !conditions.isEmpty { try conditions.check(auctions.latest(id).map(EntityTag.of), "auction \(id)") }

@@ -11,7 +11,7 @@ extension Routes {
         }
         write(.put, "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())
-            let conditions = try Preconditions(request)
+            let conditions = Preconditions(request)
             return { () throws(DomainError) in
                 try conditions.check(EntityTag.of(currency.latest), "the currency")
                 try currency.set(wanted)

@@ -35,7 +35,7 @@ extension Routes {
             let id = request.parameter("id")
             if !replicated { _ = try trips.get(id) }
             let patch = try TripPatch(json: try request.json()), locale = request.locale
-            let conditions = try Preconditions(request)
+            let conditions = Preconditions(request)
             return { () throws(DomainError) in
                 try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
                 let trip = try trips.setActualDeparture(id, to: patch.actualDeparture)
@@ -46,7 +46,7 @@ extension Routes {
             let id = request.parameter("id")
             if !replicated { _ = try trips.get(id) }
             let delay = try TripDelay(json: try request.json()), locale = request.locale
-            let conditions = try Preconditions(request)
+            let conditions = Preconditions(request)
             return { () throws(DomainError) in
                 try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
                 let trip = try trips.delay(id, bySeconds: delay.seconds)

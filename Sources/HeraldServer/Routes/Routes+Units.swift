@@ -23,7 +23,7 @@ extension Routes {
         write(.put, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
             let unit = try HeraldDomain.Unit(id: id, json: try request.json())
-            let conditions = try Preconditions(request)
+            let conditions = Preconditions(request)
             return { () throws(DomainError) in
                 try conditions.check(units.latest(id).map(EntityTag.of), "unit '\(id)'")
                 let created = try units.put(unit)
@@ -33,7 +33,7 @@ extension Routes {
         }
         write(.delete, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
-            let conditions = try Preconditions(request)
+            let conditions = Preconditions(request)
             return { () throws(DomainError) in
                 try conditions.check(units.latest(id).map(EntityTag.of), "unit '\(id)'")
                 try units.delete(id)
