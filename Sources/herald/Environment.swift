@@ -13,7 +13,7 @@ enum Environment {
                           "HERALD_HISTORY_DAYS", "HERALD_OBSERVER_QUEUE", "HERALD_CONNECTION_MEMORY", "HERALD_STREAMS_PER_ADDRESS",
                           "HERALD_MAX_STREAMS", "HERALD_CONNECTIONS_PER_SECOND", "HERALD_WRITES_PER_SECOND", "HERALD_HEADER_TIMEOUT", "HERALD_REQUEST_TIMEOUT",
                           "HERALD_MAX_HEADER_BYTES", "HERALD_MAX_URL_BYTES", "HERALD_METRICS_PORT", "HERALD_DRAIN_SECONDS",
-                          "HERALD_TOKEN_WARNING_SECONDS"]
+                          "HERALD_TOKEN_WARNING_SECONDS", "HERALD_PRESENCE_GRACE_SECONDS", "HERALD_PRESENCE_USERS"]
 
     static func flag(_ name: String) -> Bool {
         guard let value = string(name)?.lowercased() else { return false }

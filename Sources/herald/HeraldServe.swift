@@ -76,6 +76,12 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "Seconds before a stream's token expires that it gets token-expiring, to renew it (env HERALD_TOKEN_WARNING_SECONDS).")
     var tokenWarningSeconds: Int = Environment.int("HERALD_TOKEN_WARNING_SECONDS") ?? 60
 
+    @Option(help: "Seconds a user whose last stream on a topic closed stays present, so a reload is no left and joined (env HERALD_PRESENCE_GRACE_SECONDS).")
+    var presenceGraceSeconds: Int = Environment.int("HERALD_PRESENCE_GRACE_SECONDS") ?? 5
+
+    @Option(help: "Distinct users a topic's presence lists; past it, counts only (env HERALD_PRESENCE_USERS).")
+    var presenceUsers: Int = Environment.int("HERALD_PRESENCE_USERS") ?? 1000
+
     @Flag(help: "With a key, streams need no token; changes still do (env HERALD_PUBLIC_STREAMS=1).")
     var publicStreams: Bool = Environment.flag("HERALD_PUBLIC_STREAMS")
 
@@ -136,6 +142,8 @@ struct HeraldServe: ParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard (0...86_400).contains(heartbeatSeconds) else { throw ValidationError("--heartbeat-seconds must be 0 to 86400") }
         guard (0...86_400).contains(tokenWarningSeconds) else { throw ValidationError("--token-warning-seconds must be 0 to 86400") }
+        guard (0...3_600).contains(presenceGraceSeconds) else { throw ValidationError("--presence-grace-seconds must be 0 to 3600") }
+        guard (0...1_000_000).contains(presenceUsers) else { throw ValidationError("--presence-users must be 0 to 1000000") }
         guard (4096...1_048_576).contains(connectionMemory) else { throw ValidationError("--connection-memory must be 4096 to 1048576") }
         guard (1...1_000_000).contains(observerQueue) else { throw ValidationError("--observer-queue must be 1 to 1000000") }
         guard (1...10_000_000).contains(history) else { throw ValidationError("--history-events must be 1 to 10000000") }
@@ -231,6 +239,8 @@ struct HeraldServe: ParsableCommand {
         configuration.http.connectionMemoryLimit = connectionMemory
         configuration.http.heartbeat = heartbeatSeconds > 0 ? .seconds(heartbeatSeconds) : nil
         configuration.http.expiryWarning = .seconds(tokenWarningSeconds)
+        configuration.presenceGrace = TimeInterval(presenceGraceSeconds)
+        configuration.presenceUsers = presenceUsers
         configuration.history = history
         configuration.historyBytes = historyBytes
         configuration.historyDays = historyDays > 0 ? historyDays : nil

@@ -99,6 +99,40 @@ struct PostgresReplicaTests {
         #expect(try other.client().request("POST", "/streams/0123456789abcdef0123456789abcdef/token", headers: Tokens.bearer(fresh)).status == 404)
     }
 
+    /// Presence is cluster-wide: ann watching through replica A shows on replica B, and when A dies
+    /// (killed: no goodbye) its users are left on B once A's lease runs out (20 s) and their grace (5 s).
+    @Test func presenceSpansReplicasAndADeadReplicasUsersLeave() async throws {
+        let url = try TestPostgres.database()
+        let dying = try HeraldProcess(arguments: ["--store", url, "--jwt-key", Tokens.secret, "--no-examples"])
+        let survivor = try await TestHerald.secured(examples: false) { $0.postgresURL = url }
+        defer { survivor.stop() }
+        let admin = try await Tokens.make(sub: "admin")
+        let watcher = try survivor.stream("/events?topic=presence/currency", headers: Tokens.bearer(admin))
+        _ = try watcher.next(named: "snapshot")
+        let ann = try await Tokens.make(sub: "ann")
+        let stream = try SSEClient(port: dying.port, path: "/currency/events", headers: Tokens.bearer(ann))
+        _ = try stream.next(named: "snapshot")
+        func next() throws -> SSEEvent {
+            while true {
+                let event = try watcher.next(timeout: 45)
+                if event.event == "joined" || event.event == "left" { return event }
+            }
+        }
+        let joined = try next()
+        #expect(joined.event == "joined" && joined.json["sub"] as? String == "ann", "ann on A shows on B: \(joined)")
+        let answer = try survivor.client().get("/presence?topic=currency", headers: Tokens.bearer(admin)).json
+        #expect((answer["users"] as? [[String: Any]])?.first?["sub"] as? String == "ann")
+        let killed = ContinuousClock.now
+        kill(dying.process.processIdentifier, SIGKILL)
+        let left = try next()
+        #expect(left.event == "left" && left.json["sub"] as? String == "ann")
+        // Not a speed: the order of things. A said `alive` every 5 s, so its lease (20 s from the last)
+        // ran out at least 14 s after the kill; ann left only then (the wait above bounds it at 45 s).
+        let took = killed.duration(to: .now)
+        #expect(took >= .seconds(14), "left only once A's lease ran out: \(took)")
+        print("presence: a killed replica's user left on the other \(took) after the kill")
+    }
+
     /// A bid sent to a replica right after another one created the auction is taken: whether the
     /// auction exists is decided on the writer, after catching up, not by what the replica last heard.
     @Test func aChangeRightAfterAnotherReplicasCreationIsTaken() throws {

@@ -13,6 +13,8 @@ import Testing
 final class TestHerald {
     let herald: Herald
     let clock: ManualClock?
+    /// A token that may watch everything, for the reads that need one (set by the test).
+    var adminToken: String?
     private let temporaryData: String?
 
     init(clock: ManualClock? = nil, history: Int = 10_000, queueLimit: Int = 4096, heartbeat: Duration? = nil,

@@ -102,4 +102,7 @@ public final class SSEClient {
     }
 
     public func close() { socket.close() }
+
+    /// Closes with a reset, as a client that vanishes does.
+    public func reset() { socket.reset() }
 }

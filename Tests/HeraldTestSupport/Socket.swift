@@ -46,6 +46,13 @@ public final class Socket {
         return Array(buffer[0..<count])
     }
 
+    /// Closes with a reset (RST), as a client that vanishes does: `SO_LINGER` of zero, then close.
+    public func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
+    }
+
     public func close() {
         guard !closed else { return }
         closed = true

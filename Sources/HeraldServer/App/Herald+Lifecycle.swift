@@ -26,7 +26,8 @@ extension Herald {
     /// 2. the `/metrics` listener, with `--metrics-port`
     /// 3. the writer's thread: changes asked for since 1 wait in its queue until now
     /// 4. the auctions' countdown timers (armed by changes; stopping cancels them)
-    /// 5. the listener of other replicas' commits, with PostgreSQL
+    /// 5. the listener of other replicas' commits and messages, with PostgreSQL, and presence's second
+    ///    (its graces, its counts, its exchange with the other replicas)
     /// 6. pruning, with a store
     public func start() throws {
         try server.start()
@@ -42,6 +43,12 @@ extension Herald {
         }
         journal.start()
         listener?.start()
+        presenceExchange?.start()
+        if let exchange = presenceExchange {
+            presence.start(also: { exchange.tick() })
+        } else {
+            presence.start()
+        }
         pruning?.start()
         logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
         if let key = configuration.tokenKey {
@@ -62,6 +69,8 @@ extension Herald {
     public func stop() {
         beginDraining()
         pruning?.stop()
+        presence.stop()
+        presenceExchange?.stop()
         listener?.stop()
         auctions.stop()
         journal.writer.stop()

@@ -4,6 +4,7 @@ import HeraldAuth
 import HeraldCore
 public import HeraldDomain
 import HeraldHTTP
+import HeraldJSON
 import HeraldStore
 public import Logging
 
@@ -35,6 +36,9 @@ public final class Herald: Sendable {
     let leases = StreamLeases()
     /// Renewals of streams other replicas hold (PostgreSQL, with a token key).
     let forwarding: RenewalForwarding?
+    /// Who watches each topic (`presence/T`), and, on replicas, its exchange with the others.
+    let presence: Presence
+    let presenceExchange: PresenceExchange?
     let logger: Logger
     private let startedAt = ContinuousClock.now
 
@@ -101,7 +105,17 @@ public final class Herald: Sendable {
         let forwarding = configuration.tokenKey == nil ? nil
             : listener.map { RenewalForwarding(listener: $0, access: access, leases: leases) }
         self.forwarding = forwarding
+        let presence = Presence(hub: hub, clock: clock, grace: configuration.presenceGrace, userLimit: configuration.presenceUsers)
+        let exchange = listener.map { PresenceExchange(listener: $0, presence: presence) }
+        (self.presence, presenceExchange) = (presence, exchange)
+        // The replicas' messages: a renewal's, or presence's.
+        listener?.onMessage { text in
+            guard let message = try? JSONValue.parse(Array(text.utf8)) else { return }
+            if forwarding?.received(message) == true { return }
+            _ = exchange?.received(message)
+        }
         let router = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access, leases: leases, forwarding: forwarding,
+                                       presence: presence,
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, keyed: configuration.tokenKey != nil, router: router)

@@ -33,6 +33,11 @@ public struct HeraldConfiguration: Sendable {
     public var tokenKey: TokenKey? = nil
     /// With a key: streams need no token (writes still do).
     public var publicStreams = false
+    /// A user whose last stream on a topic closed is `left` after this many seconds unless one comes
+    /// back (a reloaded tab is no `left` and `joined`).
+    public var presenceGrace: TimeInterval = 5
+    /// A topic with more distinct users than this shows counts only (`"truncated": true`).
+    public var presenceUsers = 1000
     /// Changes one token (or, open, one address) may make a second, in bursts of twice that; more get
     /// 429. nil: no limit.
     public var writesPerSecond: Int? = 200

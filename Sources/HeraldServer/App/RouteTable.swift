@@ -8,9 +8,9 @@ import Logging
 /// Every route Herald serves, in one place: the subjects', the streams' and the service's own.
 enum RouteTable {
     static func router(subjects: Subjects, hub: Hub, journal: Journal, access: Access, leases: StreamLeases,
-                       forwarding: RenewalForwarding?, queueLimit: Int,
+                       forwarding: RenewalForwarding?, presence: Presence, queueLimit: Int,
                        startedAt: ContinuousClock.Instant, health: Health, scrape: (@Sendable () -> [UInt8])?, logger: Logger) -> Router {
-        let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access, leases: leases) { status(of: $0, in: subjects) }
+        let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access, leases: leases, presence: presence) { status(of: $0, in: subjects) }
         var routes = Routes(logger: logger, journal: journal, access: access)
         routes.addAuctions(subjects.auctions, events: events)
         routes.addCurrency(subjects.currency, events: events)
@@ -18,6 +18,7 @@ enum RouteTable {
         routes.addUnits(subjects.units, events: events)
         routes.addNotifications(journal, events: events)
         routes.add(.get, "/events") { request in try events.streamMany(request) }
+        routes.add(.get, "/presence") { request in try events.presenceAnswer(request) }
         let renewals = Renewals(access: access, leases: leases, forwarding: forwarding)
         routes.add(.post, "/streams/{id}/token") { request in try renewals.renew(request) }
         let changes = Changes(events: events)
@@ -46,6 +47,10 @@ enum RouteTable {
     /// Whether a stream's topic names something: a subject that exists, one that does not (404), or no
     /// topic Herald has (400).
     static func status(of topic: String, in subjects: Subjects) -> EventRoutes.TopicStatus {
+        if let watched = Presence.watched(topic) {
+            // `presence/T` is there when T is (never `presence/presence/…`).
+            return Presence.watched(watched) == nil ? status(of: watched, in: subjects) : .malformed
+        }
         let known: Bool
         switch Topic(topic) {
         case .currency, .auctions, .trips, .units, .notification: return .exists

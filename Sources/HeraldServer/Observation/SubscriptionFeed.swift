@@ -22,8 +22,12 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
 
     /// - Parameter lease: the stream's token, which `leases` keeps while the stream is open (nil: a
     ///   stream without token, or one that ends at `expires`).
+    /// Called once when the stream is gone (presence counts it out).
+    private let closed: (@Sendable () -> Void)?
+
     init(_ subscription: Subscription, localizer: TripLocalizer? = nil, expires: Date? = nil,
-         lease: StreamLease? = nil, leases: StreamLeases? = nil) {
+         lease: StreamLease? = nil, leases: StreamLeases? = nil, closed: (@Sendable () -> Void)? = nil) {
+        self.closed = closed
         self.subscription = subscription
         self.localizer = localizer
         self.lease = lease
@@ -76,6 +80,7 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     func close() {
         if let lease { leases?.close(lease) }
         subscription.cancel()
+        closed?()
     }
 
     /// Its first events are all taken: they never come back, so the subscription's lock is not asked

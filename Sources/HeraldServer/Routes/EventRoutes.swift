@@ -13,6 +13,8 @@ struct EventRoutes: Sendable {
     let access: Access
     /// The leases of the streams opened with a token, for their renewal.
     let leases: StreamLeases
+    /// Who watches what: every stream counts on its topics.
+    let presence: Presence
     /// Whether a topic names a subject that exists (unknown auctions, trips and units are 404), or
     /// could never name one (400).
     let check: @Sendable (String) -> TopicStatus
@@ -31,8 +33,11 @@ struct EventRoutes: Sendable {
         // Who asks comes first: without a token, whether a subject exists is not told.
         let token = try access.watcher(request, topics: topics)
         try checkTopics(topics)
+        // A presence subject starts with its state, on every connection: its events are not kept.
+        let presenceTopics = topics.filter { Presence.watched($0) != nil }
+        for topic in presenceTopics { presence.ensureValue(topic) }
         let subscription = hub.subscribe(to: topics, collections: filters, resume: try resumePoint(request), queueLimit: queueLimit,
-                                         filter: try filter(request), added: try added(request, topics))
+                                         filter: try filter(request), added: try added(request, topics).union(presenceTopics))
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         let locale = request.locale
         let localized = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } }
@@ -40,7 +45,19 @@ struct EventRoutes: Sendable {
         // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
         let lease = token.map { leases.open(subject: $0.subject, topics: topics, expires: $0.expires) }
         return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil,
-                                             lease: lease, leases: leases))
+                                             lease: lease, leases: leases, closed: presence.opened(topics, subject: token?.subject)))
+    }
+
+    /// `GET /presence?topic=T`: who watches T now. Needs what watching `presence/T` needs.
+    func presenceAnswer(_ request: Request) throws -> Response {
+        let named = request.queryValues("topic")
+        guard named.count == 1, let topic = named.first, !topic.isEmpty else {
+            throw Problem(status: .badRequest, detail: "name one topic: /presence?topic=auctions/1")
+        }
+        let presenceTopic = Presence.prefix + topic
+        _ = try access.watcher(request, topics: [presenceTopic])
+        try checkTopics([presenceTopic])
+        return .json(presence.answer(topic), headers: [.cacheControl: "no-store"])
     }
 
     /// 404 for a topic naming no subject, 400 for one that could name none.

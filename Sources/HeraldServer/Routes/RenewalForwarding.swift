@@ -26,7 +26,6 @@ final class RenewalForwarding: Sendable {
 
     init(listener: PostgresListener, access: Access, leases: StreamLeases) {
         (self.listener, self.access, self.leases) = (listener, access, leases)
-        listener.onMessage { [weak self] message in self?.received(message) }
     }
 
     /// Asks the other replicas to renew stream `id` with `token` (already checked here); `answer` gets
@@ -47,11 +46,10 @@ final class RenewalForwarding: Sendable {
     }
 
     /// A message from a replica's listener (this one's included): a renewal to make here, or the answer
-    /// to one this replica asked for.
-    private func received(_ text: String) {
-        guard let message = try? JSONValue.parse(Array(text.utf8)) else { return }
+    /// to one this replica asked for. False: not a renewal's message.
+    func received(_ message: JSONValue) -> Bool {
         if let id = message["renew"]?.stringValue, let token = message["token"]?.stringValue, let reply = message["reply"]?.stringValue {
-            guard let lease = leases.lease(id) else { return }  // another replica's stream, or none
+            guard let lease = leases.lease(id) else { return true }  // another replica's stream, or none
             var status = 204, detail = ""
             do {
                 try Renewals.renew(lease, with: try access.verify(token), access: access)
@@ -63,10 +61,13 @@ final class RenewalForwarding: Sendable {
             listener.send(String(decoding: JSONValue.object([("answer", .string(reply)), ("status", .integer(status)),
                                                              ("detail", .string(detail))]).bytes, as: UTF8.self))
         } else if let reply = message["answer"]?.stringValue, let status = message["status"]?.intValue {
-            guard let waiter = waiting.withLock({ $0.removeValue(forKey: reply) }) else { return }
+            guard let waiter = waiting.withLock({ $0.removeValue(forKey: reply) }) else { return true }
             let detail = message["detail"]?.stringValue ?? ""
             waiter.answer(status == 204 ? .empty(status: .noContent)
                           : Problem(status: HTTPResponse.Status(code: Int(status)), detail: detail).response)
+        } else {
+            return false
         }
+        return true
     }
 }

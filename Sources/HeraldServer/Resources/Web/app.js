@@ -13,6 +13,8 @@ const view = {
   lobby: new Map(),
   // The lobby's snapshot is still arriving (`more: true`).
   lobbyFilling: false,
+  // Who watches the selected auction: its streams and its users (presence/auctions/{id}).
+  watching: { watchers: 0, users: new Set(), truncated: false },
   herald: null,
   subscription: null,
   retryMs: 3000,
@@ -73,7 +75,7 @@ async function attempt(problemId, action) {
 
 function topics() {
   const list = ["auctions;status=open", "currency", "units", `notifications/${view.notificationName}`];
-  if (view.auctionId) list.unshift(`auctions/${view.auctionId}`);
+  if (view.auctionId) list.unshift(`auctions/${view.auctionId}`, `presence/auctions/${view.auctionId}`);
   if (view.tripId) list.push(`trips/${view.tripId}`);
   return list;
 }
@@ -130,15 +132,36 @@ function subscribe() {
   on("currency", (data) => { $("currency-select").value = data.default; });
   on("trip", (data) => showTrip(data.trip));
   on("unit", (data) => { view.units.set(data.unit.id, data.unit); showUnits(); });
+  on("notification", logNotification);
+  on("joined", (data) => { if (isWatched(data)) { view.watching.users.add(data.sub); showWatching(); } });
   on("left", (data) => {
+    if (isWatched(data)) { view.watching.users.delete(data.sub); showWatching(); return; }
     // A member that left its collection's filter (or was removed): a unit gone, an auction closed.
     if (data.topic.startsWith("units/")) { view.units.delete(data.id); showUnits(); }
     if (data.topic.startsWith("auctions/")) { view.lobby.delete(data.id); showLobby(); }
   });
-  on("notification", logNotification);
+  on("watchers", (data) => { if (isWatched(data)) { view.watching.watchers = data.watchers; showWatching(); } });
+}
+
+/** Whether a presence event is the selected auction's. */
+function isWatched(data) {
+  return data.topic === `presence/auctions/${view.auctionId}`;
+}
+
+function showWatching() {
+  const { watchers, users, truncated } = view.watching;
+  const names = truncated ? "" : [...users].sort().join(", ");
+  $("auction-watching").textContent = `${watchers} ${watchers === 1 ? "tab" : "tabs"}${names ? `: ${names}` : ""}`;
 }
 
 function snapshot(data) {
+  if (data.topic.startsWith("presence/")) {
+    if (isWatched(data)) {
+      view.watching = { watchers: data.watchers, users: new Set((data.users || []).map((user) => user.sub)), truncated: !!data.truncated };
+      showWatching();
+    }
+    return;
+  }
   const [kind] = data.topic.split("/");
   if (kind === "auctions") showAuction(data.auction);
   if (kind === "currency") showCurrency(data);

@@ -368,7 +368,8 @@ export class Herald {
       } else if (name !== "snapshot" && name !== "resync") {
         snapshotTabs.clear();
       }
-      const event = { id: message.lastEventId && name !== "stream" && name !== "token-expiring" && name !== "expired" ? message.lastEventId : null,
+      // EventSource keeps the last id for events sent without one: Herald's news of the moment has none.
+      const event = { id: message.lastEventId && !transient(name, message.data) ? message.lastEventId : null,
                       event: name, data: message.data, to };
       if (name === "stream" || name === "token-expiring" || name === "expired") this.tokenEvent(name, safeParse(message.data), topics);
       else this.broadcast(event);
@@ -495,6 +496,12 @@ function viewFor(topics, name, data) {
   return null;
 }
 
+/** Events Herald sends without an id (not kept, not replayed): a tick, presence, the stream's own. */
+function transient(name, data) {
+  if (["tick", "joined", "watchers", "stream", "token-expiring", "expired"].includes(name)) return true;
+  return name === "left" && typeof data === "string" && data.startsWith('{"topic":"presence/');
+}
+
 function safeParse(text) {
   try {
     return JSON.parse(text);
@@ -505,4 +512,4 @@ function safeParse(text) {
 
 /** Every event name Herald sends on a stream. */
 const EVENT_NAMES = ["snapshot", "resync", "bid", "tick", "closed", "auction", "currency", "trip", "unit", "removed", "left",
-  "notification", "stream", "token-expiring", "expired", "message"];
+  "notification", "joined", "watchers", "stream", "token-expiring", "expired", "message"];

@@ -1,0 +1,285 @@
+import Dispatch
+import Foundation
+import HeraldCore
+import HeraldDomain
+import HeraldJSON
+import HeraldThreads
+
+/// Who watches each topic T, as the subject `presence/T`: the streams on T (`watchers`, anonymous ones
+/// included) and the distinct token subjects among them (`users`).
+///
+/// A user's first stream on T is `joined`; when the last closes (or is dropped), the user is `left`
+/// after `grace` unless a stream of theirs comes back meanwhile (a reloaded tab is neither). The count
+/// goes out as `watchers`, at most once a second per topic. Presence events are news of the moment,
+/// like a countdown's ticks: never stored, never in the replay history; a presence observer that
+/// reconnects gets a fresh snapshot.
+///
+/// On replicas each one sends what its own streams watch to the others (`PresenceExchange`), which
+/// add it to theirs, so every replica shows the same users; one that stops sending is forgotten after
+/// its lease, and its users are `left`.
+final class Presence: Sendable {
+    static let prefix = "presence/"
+
+    /// What one Herald's streams on one topic are: their count, and the users among them.
+    struct Counts: Sendable, Equatable {
+        var watchers = 0
+        var users: [String: Visit] = [:]
+
+        var isEmpty: Bool { watchers == 0 && users.isEmpty }
+    }
+
+    struct Visit: Sendable, Equatable {
+        var streams: Int
+        var since: Date
+    }
+
+    /// A user as the subject shows them: present since `since`, or leaving at `leavingAt` (grace).
+    private struct Shown {
+        var since: Date
+        var leavingAt: Date?
+    }
+
+    private struct Topic {
+        var shown: [String: Shown] = [:]
+        /// The count last sent as `watchers` (nil: none yet).
+        var sentWatchers: Int?
+        var watchers = 0
+        var truncated = false
+    }
+
+    private struct State {
+        var local: [String: Counts] = [:]
+        /// Other replicas' counts, by replica, then topic.
+        var remote: [String: [String: Counts]] = [:]
+        var topics: [String: Topic] = [:]
+        /// Topics whose local counts changed since the exchange last sent them.
+        var changed: Set<String> = []
+    }
+
+    private let state = Lock(State())
+    private let hub: Hub
+    private let clock: any DomainClock
+    let grace: TimeInterval
+    let userLimit: Int
+    private let timer = Lock<DispatchSourceTimer?>(nil)
+
+    init(hub: Hub, clock: any DomainClock, grace: TimeInterval, userLimit: Int) {
+        (self.hub, self.clock, self.grace, self.userLimit) = (hub, clock, grace, userLimit)
+    }
+
+    /// The topic T of `presence/T`, or nil for any other topic.
+    static func watched(_ topic: String) -> String? {
+        topic.hasPrefix(prefix) ? String(topic.dropFirst(prefix.count)) : nil
+    }
+
+    // MARK: - Streams
+
+    /// A stream of `topics` opened, for `subject` (nil: anonymous). Returns what to call when it closes.
+    func opened(_ topics: [String], subject: String?) -> @Sendable () -> Void {
+        let watched = topics.filter { Self.watched($0) == nil }
+        guard !watched.isEmpty else { return {} }
+        change(watched, by: 1, subject: subject)
+        let closed = Lock(false)
+        return { [weak self] in
+            let first = closed.withLock { done -> Bool in
+                defer { done = true }
+                return !done
+            }
+            guard first else { return }
+            self?.change(watched, by: -1, subject: subject)
+        }
+    }
+
+    private func change(_ topics: [String], by delta: Int, subject: String?) {
+        let now = clock.now
+        state.withLock { state in
+            for topic in topics {
+                var counts = state.local[topic, default: Counts()]
+                counts.watchers += delta
+                if let subject {
+                    var visit = counts.users[subject] ?? Visit(streams: 0, since: now)
+                    visit.streams += delta
+                    counts.users[subject] = visit.streams > 0 ? visit : nil
+                }
+                state.local[topic] = counts.isEmpty ? nil : counts
+                state.changed.insert(topic)
+                reconcile(topic, in: &state, at: now)
+            }
+        }
+    }
+
+    // MARK: - Other replicas
+
+    /// What this Herald's streams watch on the topics that changed since the last call (an empty
+    /// `Counts` for a topic nobody here watches any more): the exchange sends it to the others.
+    func takeChanged() -> [String: Counts] {
+        state.withLock { state in
+            defer { state.changed = [] }
+            return Dictionary(uniqueKeysWithValues: state.changed.map { ($0, state.local[$0] ?? Counts()) })
+        }
+    }
+
+    /// Everything this Herald's streams watch (for a replica that just came).
+    func allLocal() -> [String: Counts] { state.withLock { $0.local } }
+
+    /// Another replica's counts for these topics (an empty one: it watches the topic no more).
+    func remote(_ replica: String, _ counts: [String: Counts]) {
+        let now = clock.now
+        state.withLock { state in
+            for (topic, topicCounts) in counts {
+                state.remote[replica, default: [:]][topic] = topicCounts.isEmpty ? nil : topicCounts
+                reconcile(topic, in: &state, at: now)
+            }
+        }
+    }
+
+    /// A replica whose lease ran out (or that said it stops): what it watched is gone.
+    func forget(_ replica: String) {
+        let now = clock.now
+        state.withLock { state in
+            guard let topics = state.remote.removeValue(forKey: replica) else { return }
+            for topic in topics.keys { reconcile(topic, in: &state, at: now) }
+        }
+    }
+
+    // MARK: - The subject
+
+    /// Every Herald's counts on `topic`, together.
+    private func merged(_ topic: String, in state: State) -> Counts {
+        var all = state.local[topic] ?? Counts()
+        for replica in state.remote.values {
+            guard let counts = replica[topic] else { continue }
+            all.watchers += counts.watchers
+            for (subject, visit) in counts.users {
+                let mine = all.users[subject]
+                all.users[subject] = Visit(streams: (mine?.streams ?? 0) + visit.streams, since: min(mine?.since ?? visit.since, visit.since))
+            }
+        }
+        return all
+    }
+
+    /// Brings `presence/topic` up to the counts: users who came are `joined` (unless back within
+    /// their grace), users who went start their grace; the snapshot value follows.
+    private func reconcile(_ topic: String, in state: inout State, at now: Date) {
+        let counts = merged(topic, in: state)
+        var subject = state.topics[topic] ?? Topic()
+        subject.watchers = counts.watchers
+        subject.truncated = counts.users.count > userLimit
+        var events: [(EventName, String)] = []
+        for (user, visit) in counts.users {
+            if var shown = subject.shown[user] {
+                shown.leavingAt = nil
+                subject.shown[user] = shown
+            } else {
+                subject.shown[user] = Shown(since: visit.since)
+                events.append(("joined", user))
+            }
+        }
+        for (user, shown) in subject.shown where counts.users[user] == nil && shown.leavingAt == nil {
+            subject.shown[user]?.leavingAt = now.addingTimeInterval(grace)
+        }
+        if grace <= 0 { events += leave(&subject, at: now) }
+        state.topics[topic] = subject
+        publish(topic, subject, events, in: state)
+        if subject.shown.isEmpty, subject.watchers == 0, subject.sentWatchers == 0 || subject.sentWatchers == nil {
+            state.topics[topic] = nil
+        }
+    }
+
+    /// Removes the users whose grace ran out; their `left` events.
+    private func leave(_ subject: inout Topic, at now: Date) -> [(EventName, String)] {
+        var events: [(EventName, String)] = []
+        for (user, shown) in subject.shown {
+            if let leavingAt = shown.leavingAt, leavingAt <= now {
+                subject.shown[user] = nil
+                events.append(("left", user))
+            }
+        }
+        return events.sorted { $0.1 < $1.1 }
+    }
+
+    /// Sets the subject's value and publishes `events` (none while the topic has more users than the
+    /// limit: then only counts go out).
+    private func publish(_ topic: String, _ subject: Topic, _ events: [(EventName, String)], in state: State) {
+        let presenceTopic = Self.prefix + topic
+        hub.set([Hub.Update(topic: presenceTopic, value: describe(topic, as: presenceTopic, in: state).bytes)])
+        guard !subject.truncated else { return }
+        for (name, user) in events {
+            let data = JSONValue.object([("topic", .string(presenceTopic)), ("sub", .string(user))]).bytes
+            _ = hub.publish(durable: false, topic: presenceTopic, name: name, data: data)
+        }
+    }
+
+    /// `{"topic": name, "watchers": N, "users": [{sub, streams, since}]}`, or `"truncated": true` instead
+    /// of `users` past the limit. A user in their grace is listed with 0 streams until `left`.
+    private func describe(_ topic: String, as name: String, in state: State) -> JSONValue {
+        let counts = merged(topic, in: state)
+        var members: [(String, JSONValue)] = [("topic", .string(name)), ("watchers", .integer(counts.watchers))]
+        if counts.users.count > userLimit {
+            members.append(("truncated", .bool(true)))
+            return .object(members)
+        }
+        var users = counts.users
+        for (user, shown) in state.topics[topic]?.shown ?? [:] where users[user] == nil {
+            users[user] = Visit(streams: 0, since: shown.since)
+        }
+        members.append(("users", .array(users.sorted { $0.key < $1.key }.map { user, visit in
+            ["sub": .string(user), "streams": .integer(visit.streams), "since": .string(Timestamp.format(visit.since))]
+        })))
+        return .object(members)
+    }
+
+    /// `presence/T`'s current state, made if nobody watched T yet: what a new presence observer gets first.
+    func ensureValue(_ presenceTopic: String) {
+        guard let topic = Self.watched(presenceTopic), hub.value(of: presenceTopic) == nil else { return }
+        state.withLock { state in
+            hub.set([Hub.Update(topic: presenceTopic, value: describe(topic, as: presenceTopic, in: state).bytes)])
+        }
+    }
+
+    /// `GET /presence?topic=T`: the snapshot a stream of `presence/T` starts with, named `T`.
+    func answer(_ topic: String) -> JSONValue { state.withLock { describe(topic, as: topic, in: $0) } }
+
+    // MARK: - The second's work
+
+    /// Ends the graces that ran out (`left`) and sends each count that changed (`watchers`).
+    func tick() {
+        let now = clock.now
+        state.withLock { state in
+            for topic in Array(state.topics.keys) {
+                guard var subject = state.topics[topic] else { continue }
+                let events = leave(&subject, at: now)
+                var changed = !events.isEmpty
+                if subject.sentWatchers != subject.watchers {
+                    subject.sentWatchers = subject.watchers
+                    let presenceTopic = Self.prefix + topic
+                    let data = JSONValue.object([("topic", .string(presenceTopic)), ("watchers", .integer(subject.watchers))]).bytes
+                    _ = hub.publish(durable: false, topic: presenceTopic, name: "watchers", data: data)
+                    changed = true
+                }
+                state.topics[topic] = subject
+                if changed { publish(topic, subject, events, in: state) }
+                if subject.shown.isEmpty, subject.watchers == 0 { state.topics[topic] = nil }
+            }
+        }
+    }
+
+    /// Ticks once a second until `stop`.
+    func start(every interval: DispatchTimeInterval = .seconds(1), also: (@Sendable () -> Void)? = nil) {
+        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "herald.presence"))
+        source.schedule(deadline: .now() + interval, repeating: interval)
+        source.setEventHandler { [weak self] in
+            self?.tick()
+            also?()
+        }
+        timer.withLock { $0 = source }
+        source.resume()
+    }
+
+    func stop() {
+        timer.withLock { timer in
+            timer?.cancel()
+            timer = nil
+        }
+    }
+}
