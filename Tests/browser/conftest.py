@@ -43,13 +43,20 @@ class Herald:
             return json.loads(response.read() or b"null")
 
 
+def serving(arguments=()):
+    """A started Herald for a fixture to yield from: stopped, and its data removed, afterwards."""
+    server = Herald(arguments)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.data, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def herald():
-    server = Herald()
-    server.start()
-    yield server
-    server.stop()
-    shutil.rmtree(server.data, ignore_errors=True)
+    yield from serving()
 
 
 def make_browser():

@@ -4,7 +4,6 @@ a leader tab whose close loses nothing, and a token renewed on an open stream.
 Tabs that share the stream are windows of one WebDriver session (one profile, one origin), where the
 Web Locks API and BroadcastChannel reach each other."""
 import json
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -13,7 +12,7 @@ import herald_process
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import Herald, make_browser
+from conftest import make_browser, serving
 from test_live_page import connected, wait
 
 SECRET = "browser-module-secret-0123456789abcdef"
@@ -42,11 +41,7 @@ def role(browser):
 
 @pytest.fixture(scope="module")
 def server():
-    herald = Herald()
-    herald.start()
-    yield herald
-    herald.stop()
-    shutil.rmtree(herald.data, ignore_errors=True)
+    yield from serving()
 
 
 @pytest.fixture(scope="module")
@@ -117,11 +112,7 @@ def test_closing_the_leader_tab_loses_no_event(server, tabs):
 @pytest.fixture(scope="module")
 def secured():
     # Tokens warn 5 s before their end: a 7 s token is warned at once.
-    herald = Herald(["--jwt-key", SECRET, "--token-warning-seconds", "5"])
-    herald.start()
-    yield herald
-    herald.stop()
-    shutil.rmtree(herald.data, ignore_errors=True)
+    yield from serving(["--jwt-key", SECRET, "--token-warning-seconds", "5"])
 
 
 def token(*arguments):

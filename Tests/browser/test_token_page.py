@@ -1,13 +1,12 @@
 """The live page against a Herald that needs tokens: refused without one, working with one."""
 import os
-import shutil
 import subprocess
 
 import herald_process
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import ARTIFACTS, Herald, make_browser
+from conftest import ARTIFACTS, make_browser, serving
 from test_live_page import bid, connected, text, wait
 
 SECRET = "browser-test-secret-0123456789abcdef"
@@ -15,11 +14,7 @@ SECRET = "browser-test-secret-0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def secured():
-    server = Herald(["--jwt-key", SECRET])
-    server.start()
-    yield server
-    server.stop()
-    shutil.rmtree(server.data, ignore_errors=True)
+    yield from serving(["--jwt-key", SECRET])
 
 
 def token(server, *arguments):
