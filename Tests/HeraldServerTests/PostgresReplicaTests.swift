@@ -100,7 +100,7 @@ struct PostgresReplicaTests {
     }
 
     /// Presence is cluster-wide: ann watching through replica A shows on replica B, and when A dies
-    /// (killed: no goodbye) its users are left on B once A's lease runs out (20 s) and their grace (5 s).
+    /// (killed: no goodbye) its users are left on B once A's lease runs out (15 s) and their grace (5 s).
     @Test func presenceSpansReplicasAndADeadReplicasUsersLeave() async throws {
         let url = try TestPostgres.database()
         let dying = try HeraldProcess(arguments: ["--store", url, "--jwt-key", Tokens.secret, "--no-examples"])
@@ -126,10 +126,10 @@ struct PostgresReplicaTests {
         kill(dying.process.processIdentifier, SIGKILL)
         let left = try next()
         #expect(left.event == "left" && left.json["sub"] as? String == "ann")
-        // Not a speed: the order of things. A said `alive` every 5 s, so its lease (20 s from the last)
-        // ran out at least 14 s after the kill; ann left only then (the wait above bounds it at 45 s).
+        // Not a speed: the order of things. A said `alive` every 5 s, so its lease (15 s from the last)
+        // ran out at least 9 s after the kill; ann left only then (the wait above bounds it at 45 s).
         let took = killed.duration(to: .now)
-        #expect(took >= .seconds(14), "left only once A's lease ran out: \(took)")
+        #expect(took >= .seconds(9), "left only once A's lease ran out: \(took)")
         print("presence: a killed replica's user left on the other \(took) after the kill")
     }
 

@@ -28,7 +28,7 @@ final class PresenceExchange: Sendable {
     /// A message's room for entries, under PostgreSQL's 8,000 bytes with the envelope.
     static let room = 7_000
 
-    init(listener: PostgresListener, presence: Presence, lease: Duration = .seconds(20), heartbeat: Duration = .seconds(5)) {
+    init(listener: PostgresListener, presence: Presence, lease: Duration = .seconds(15), heartbeat: Duration = .seconds(5)) {
         var generator = SystemRandomNumberGenerator()
         replica = String(generator.next() as UInt64, radix: 36)
         (self.listener, self.presence, self.lease, self.heartbeat) = (listener, presence, lease, heartbeat)
