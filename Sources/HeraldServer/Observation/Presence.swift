@@ -61,7 +61,7 @@ final class Presence: Sendable {
     private let clock: any DomainClock
     let grace: TimeInterval
     let userLimit: Int
-    private let timer = Lock<DispatchSourceTimer?>(nil)
+    private let timer = Lock<(any DispatchSourceTimer)?>(nil)
 
     init(hub: Hub, clock: any DomainClock, grace: TimeInterval, userLimit: Int) {
         (self.hub, self.clock, self.grace, self.userLimit) = (hub, clock, grace, userLimit)
