@@ -53,6 +53,8 @@ public final class Hub: Sendable {
         var collection: Collection?
         var lastEventId: UInt64 = 0
         var observers: [UInt64: Observer] = [:]
+        /// Its value is kept only while it has observers (`setWhileObserved`): forgotten with the last.
+        var valueWhileObserved = false
 
         /// Its own value, or, for a collection, its snapshot's first event (all there is of a small one).
         mutating func currentValue(_ topic: String, at id: UInt64, order: UInt64, encoder: Event.Encoder?) -> [UInt8]? {
@@ -176,6 +178,18 @@ public final class Hub: Sendable {
     public func set(_ updates: [Update]) {
         state.withLock { state in
             for update in updates { Self.apply(update, to: &state) }
+        }
+    }
+
+    /// Sets values that live only while their subjects are observed (presence, whose state its owner
+    /// keeps): a subject nobody observes takes none, so a topic a client made up costs nothing once it
+    /// leaves. A new observer brings the value it starts from (`subscribe`'s `values`).
+    public func setWhileObserved(_ updates: [Update]) {
+        state.withLock { state in
+            for update in updates where state.subjects[update.topic]?.observers.isEmpty == false {
+                state.subjects[update.topic]?.value = update.value
+                state.subjects[update.topic]?.valueWhileObserved = true
+            }
         }
     }
 
@@ -353,11 +367,18 @@ public final class Hub: Sendable {
     /// `added`: topics new to a stream that resumes (`.after`), as when a browser's shared stream takes
     /// another tab's topics. Those with state start with a snapshot as of now instead of a replay; the
     /// others' replay is exactly as without them.
+    ///
+    /// `values`: current values of subjects that keep them only while observed (`setWhileObserved`),
+    /// set first, so the observer's snapshot shows them.
     public func subscribe(
         to topics: [String], collections filters: [String: CollectionFilter] = [:], resume: ResumePoint, queueLimit: Int = 4096,
-        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = []
+        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = [], values: [Update] = []
     ) -> Subscription {
         let observer = state.withLock { state -> Observer in
+            for update in values {
+                state.subjects[update.topic, default: Subject()].value = update.value
+                state.subjects[update.topic]?.valueWhileObserved = true
+            }
             var collections: [String: CollectionFilter] = [:]
             for topic in topics where state.subjects[topic]?.collection != nil { collections[topic] = filters[topic] ?? CollectionFilter() }
             let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
@@ -424,8 +445,10 @@ public final class Hub: Sendable {
             // In place: a copy of the subject would copy its whole observer table, once per observer leaving.
             guard state.subjects[topic]?.observers.removeValue(forKey: observer.id) != nil else { continue }
             removed = true
-            // A subject with no value and no observers is forgotten, so names a client makes up cost nothing once it leaves.
-            if let subject = state.subjects[topic], subject.value == nil, subject.collection == nil, subject.observers.isEmpty {
+            // A subject with no value (or one kept only while observed) and no observers is forgotten, so
+            // names a client makes up cost nothing once it leaves.
+            if let subject = state.subjects[topic], subject.value == nil || subject.valueWhileObserved, subject.collection == nil,
+               subject.observers.isEmpty {
                 state.subjects[topic] = nil
             }
         }

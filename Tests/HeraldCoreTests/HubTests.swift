@@ -331,6 +331,25 @@ import Synchronization
         #expect(hub.heldSubjectCount == before)
     }
 
+    /// A value kept only while observed (presence) is set only on an observed subject, and goes with
+    /// the subject's last observer: made-up topics cost nothing once their observers leave.
+    @Test func valuesKeptWhileObservedGoWithTheLastObserver() {
+        let hub = Hub()
+        let before = hub.heldSubjectCount
+        for index in 0..<100 {
+            let topic = "presence/notifications/n\(index)"
+            hub.setWhileObserved([Hub.Update(topic: topic, value: bytes("unobserved"))])
+            #expect(hub.value(of: topic) == nil, "nobody observes it: no value")
+            let subscription = hub.subscribe(to: [topic], resume: .now(snapshot: true), values: [Hub.Update(topic: topic, value: bytes("v0"))])
+            hub.setWhileObserved([Hub.Update(topic: topic, value: bytes("v1"))])
+            let first = HubTests().drain(subscription).map { String(decoding: $0.data, as: UTF8.self) }
+            #expect(first == ["v0"], "the snapshot is the value it came with")
+            #expect(hub.value(of: topic) == bytes("v1"))
+            subscription.cancel()
+        }
+        #expect(hub.heldSubjectCount == before)
+    }
+
     @Test func theQueueLimitIsForLiveEventsOnlyAndStaysSo() {
         let hub = Hub()
         for index in 1...50 { hub.publish(topic: "units", name: "unit", data: bytes("\(index)")) }

@@ -105,7 +105,8 @@ public final class Herald: Sendable {
         let forwarding = configuration.tokenKey == nil ? nil
             : listener.map { RenewalForwarding(listener: $0, access: access, leases: leases) }
         self.forwarding = forwarding
-        let presence = Presence(hub: hub, clock: clock, grace: configuration.presenceGrace, userLimit: configuration.presenceUsers)
+        let presence = Presence(hub: hub, clock: clock, grace: configuration.presenceGrace, userLimit: configuration.presenceUsers,
+                                exchanged: listener != nil)
         let exchange = listener.map { PresenceExchange(listener: $0, presence: presence) }
         (self.presence, presenceExchange) = (presence, exchange)
         // The replicas' messages: a renewal's, or presence's.

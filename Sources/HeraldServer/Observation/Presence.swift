@@ -52,7 +52,8 @@ final class Presence: Sendable {
         /// Other replicas' counts, by replica, then topic.
         var remote: [String: [String: Counts]] = [:]
         var topics: [String: Topic] = [:]
-        /// Topics whose local counts changed since the exchange last sent them.
+        /// Topics whose local counts changed since the exchange last sent them (kept only when there is
+        /// an exchange to take them).
         var changed: Set<String> = []
     }
 
@@ -61,10 +62,12 @@ final class Presence: Sendable {
     private let clock: any DomainClock
     let grace: TimeInterval
     let userLimit: Int
+    /// Other replicas take this one's changes (`takeChanged`).
+    let exchanged: Bool
     private let timer = Lock<(any DispatchSourceTimer)?>(nil)
 
-    init(hub: Hub, clock: any DomainClock, grace: TimeInterval, userLimit: Int) {
-        (self.hub, self.clock, self.grace, self.userLimit) = (hub, clock, grace, userLimit)
+    init(hub: Hub, clock: any DomainClock, grace: TimeInterval, userLimit: Int, exchanged: Bool = false) {
+        (self.hub, self.clock, self.grace, self.userLimit, self.exchanged) = (hub, clock, grace, userLimit, exchanged)
     }
 
     /// The topic T of `presence/T`, or nil for any other topic.
@@ -74,20 +77,13 @@ final class Presence: Sendable {
 
     // MARK: - Streams
 
-    /// A stream of `topics` opened, for `subject` (nil: anonymous). Returns what to call when it closes.
+    /// A stream of `topics` opened, for `subject` (nil: anonymous). Returns what to call, once, when it
+    /// closes (its feed's `close`, which the engine calls exactly once).
     func opened(_ topics: [String], subject: String?) -> @Sendable () -> Void {
         let watched = topics.filter { Self.watched($0) == nil }
         guard !watched.isEmpty else { return {} }
         change(watched, by: 1, subject: subject)
-        let closed = Lock(false)
-        return { [weak self] in
-            let first = closed.withLock { done -> Bool in
-                defer { done = true }
-                return !done
-            }
-            guard first else { return }
-            self?.change(watched, by: -1, subject: subject)
-        }
+        return { [weak self] in self?.change(watched, by: -1, subject: subject) }
     }
 
     private func change(_ topics: [String], by delta: Int, subject: String?) {
@@ -102,7 +98,7 @@ final class Presence: Sendable {
                     counts.users[subject] = visit.streams > 0 ? visit : nil
                 }
                 state.local[topic] = counts.isEmpty ? nil : counts
-                state.changed.insert(topic)
+                if exchanged { state.changed.insert(topic) }
                 reconcile(topic, in: &state, at: now)
             }
         }
@@ -202,7 +198,7 @@ final class Presence: Sendable {
     /// limit: then only counts go out).
     private func publish(_ topic: String, _ subject: Topic, _ events: [(EventName, String)], in state: State) {
         let presenceTopic = Self.prefix + topic
-        hub.set([Hub.Update(topic: presenceTopic, value: describe(topic, as: presenceTopic, in: state).bytes)])
+        hub.setWhileObserved([Hub.Update(topic: presenceTopic, value: describe(topic, as: presenceTopic, in: state).bytes)])
         guard !subject.truncated else { return }
         for (name, user) in events {
             let data = JSONValue.object([("topic", .string(presenceTopic)), ("sub", .string(user))]).bytes
@@ -229,11 +225,17 @@ final class Presence: Sendable {
         return .object(members)
     }
 
-    /// `presence/T`'s current state, made if nobody watched T yet: what a new presence observer gets first.
-    func ensureValue(_ presenceTopic: String) {
-        guard let topic = Self.watched(presenceTopic), hub.value(of: presenceTopic) == nil else { return }
-        state.withLock { state in
-            hub.set([Hub.Update(topic: presenceTopic, value: describe(topic, as: presenceTopic, in: state).bytes)])
+    /// Runs `subscribe` with the current state of each `presence/T` among `topics`, what a new observer
+    /// of it starts from (the hub keeps it only while observed). With presence topics it runs under
+    /// presence's lock, as a change's publication does, so no change falls between the state and the
+    /// subscription.
+    func subscribing<T>(_ topics: [String], _ subscribe: ([Hub.Update]) throws -> T) rethrows -> T {
+        let watched = topics.compactMap { presenceTopic in Self.watched(presenceTopic).map { (presenceTopic, $0) } }
+        guard !watched.isEmpty else { return try subscribe([]) }
+        return try state.withLock { state in
+            try subscribe(watched.map { presenceTopic, topic in
+                Hub.Update(topic: presenceTopic, value: describe(topic, as: presenceTopic, in: state).bytes)
+            })
         }
     }
 

@@ -33,11 +33,12 @@ struct EventRoutes: Sendable {
         // Who asks comes first: without a token, whether a subject exists is not told.
         let token = try access.watcher(request, topics: topics)
         try checkTopics(topics)
+        let (resume, eventFilter, added) = (try resumePoint(request), try filter(request), try added(request, topics))
         // A presence subject starts with its state, on every connection: its events are not kept.
-        let presenceTopics = topics.filter { Presence.watched($0) != nil }
-        for topic in presenceTopics { presence.ensureValue(topic) }
-        let subscription = hub.subscribe(to: topics, collections: filters, resume: try resumePoint(request), queueLimit: queueLimit,
-                                         filter: try filter(request), added: try added(request, topics).union(presenceTopics))
+        let subscription = presence.subscribing(topics) { values in
+            hub.subscribe(to: topics, collections: filters, resume: resume, queueLimit: queueLimit, filter: eventFilter,
+                          added: added.union(values.map(\.topic)), values: values)
+        }
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         let locale = request.locale
         let localized = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } }
