@@ -34,7 +34,7 @@ public final class RateLimiter: Sendable {
         return state.withLock { state -> Duration? in
             var bucket = state.buckets[key] ?? Bucket(tokens: burst, updated: now)
             let elapsed = bucket.updated.duration(to: now)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.inSeconds
             bucket.tokens = min(burst, bucket.tokens + max(seconds, 0) * rate)
             bucket.updated = now
             guard bucket.tokens >= 1 else {
@@ -51,7 +51,7 @@ public final class RateLimiter: Sendable {
     private static func sweep(_ state: inout State, now: ContinuousClock.Instant, rate: Double, burst: Double) {
         state.buckets = state.buckets.filter { _, bucket in
             let elapsed = bucket.updated.duration(to: now)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.inSeconds
             return bucket.tokens + seconds * rate < burst
         }
         // Many keys busy at once: sweep again only when the table has doubled.
@@ -60,6 +60,9 @@ public final class RateLimiter: Sendable {
 }
 
 extension Duration {
+    /// In seconds, with their fraction.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+
     /// Whole seconds, rounded up, at least 1: a `Retry-After` value.
     public var retryAfterSeconds: Int {
         let (seconds, attoseconds) = components

@@ -40,6 +40,8 @@ final class EventStream: @unchecked Sendable {
     let socket: Int32
     let framing: StreamFraming
     let feed: any EventFeed
+    /// Whether the feed's end may move (read once: every write asks).
+    let renewable: Bool
     /// The client's address, whose streams are counted (see `StreamEngine.perClientLimit`).
     let client: String
     /// The request that opened the stream, and its path, for the stream's summary.
@@ -87,6 +89,7 @@ final class EventStream: @unchecked Sendable {
         self.socket = socket
         self.framing = framing
         self.feed = feed
+        renewable = feed.renewable
         self.out = start
     }
 

@@ -53,7 +53,7 @@ public final class StreamEngine: Sendable {
     /// The engine's time (heartbeats, the tick, stream expiry).
     private let clock: any StreamClock
     private var elapsed: Duration { clock.elapsed }
-    private var elapsedSeconds: Double { Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 }
+    private var elapsedSeconds: Double { elapsed.inSeconds }
     /// How long before its end a stream is warned (`EventFeed.warnExpiring`), in seconds.
     let expiryWarning: Double
     private let inbox = Lock(Inbox())
@@ -75,7 +75,7 @@ public final class StreamEngine: Sendable {
     init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock(),
          expiryWarning: Duration = .seconds(60)) {
         self.limit = limit
-        self.expiryWarning = Double(expiryWarning.components.seconds) + Double(expiryWarning.components.attoseconds) / 1e18
+        self.expiryWarning = expiryWarning.inSeconds
         self.clock = clock
         self.perClientLimit = perClientLimit
         self.observer = observer
@@ -395,7 +395,7 @@ public final class StreamEngine: Sendable {
             return
         }
         // A renewal moved the end (and woke the stream): file it again, unless it is ending already.
-        if stream.feed.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream) }
+        if stream.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream) }
         guard !stream.blocked else { return }
         for _ in 0..<4 {
             if stream.hasPending {

@@ -12,7 +12,6 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     /// The stream's token: its id, subject, topics and end, which a renewal moves.
     private let lease: StreamLease?
     private let leases: StreamLeases?
-    private let fixedEnd: Date?
     /// Events taken (position markers are not events); the stream engine's thread only.
     private(set) var eventsTaken = 0
     private(set) var overflowed = false
@@ -20,23 +19,22 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     /// The stream engine's thread only.
     private var notices: [UInt8] = []
 
-    /// - Parameter lease: the stream's token, which `leases` keeps while the stream is open (nil: a
-    ///   stream without token, or one that ends at `expires`).
     /// Called once when the stream is gone (presence counts it out).
     private let closed: (@Sendable () -> Void)?
 
-    init(_ subscription: Subscription, localizer: TripLocalizer? = nil, expires: Date? = nil,
-         lease: StreamLease? = nil, leases: StreamLeases? = nil, closed: (@Sendable () -> Void)? = nil) {
+    /// - Parameter lease: the stream's token, which `leases` keeps while the stream is open (nil: a
+    ///   stream without token, which never has to end).
+    init(_ subscription: Subscription, localizer: TripLocalizer? = nil, lease: StreamLease? = nil, leases: StreamLeases? = nil,
+         closed: (@Sendable () -> Void)? = nil) {
         self.closed = closed
         self.subscription = subscription
         self.localizer = localizer
         self.lease = lease
         self.leases = leases
-        fixedEnd = expires
         if let lease { notices = lease.message("stream") }
     }
 
-    var expires: Date? { lease?.expires ?? fixedEnd }
+    var expires: Date? { lease?.expires }
     var renewable: Bool { lease != nil }
 
     func warnExpiring() -> Bool {

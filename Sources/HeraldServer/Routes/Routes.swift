@@ -55,23 +55,23 @@ struct Routes {
         add(method, pattern) { request in
             let caller = try access.writer(request, topic: Self.topic(topic, of: request))
             let idempotency = try Idempotency(request, token: caller.token)
-            let made = try handler(request, caller)
+            let handled = try handler(request, caller)
             // `Herald-Event-ID`: the event the change published (the last id before it when it published
-            // none), so a client knows when its own change reaches a stream.
+            // none), so a client knows when its own change reaches a stream; a kept answer keeps it.
+            let made: Change = { () throws(DomainError) -> Response in
+                var response = try handled()
+                response.headers[.heraldEventID] = String(journal.lastEventID)
+                return response
+            }
             let change: Change = if let idempotency {
                 { () throws(DomainError) -> Response in
                     if let kept = try journal.keptAnswer(for: idempotency.key) { return idempotency.replay(kept) }
-                    var response = try made()
-                    response.headers[.heraldEventID] = String(journal.lastEventID)
+                    let response = try made()
                     if let answer = idempotency.answer(response, at: journal.now) { journal.keep(answer) }
                     return response
                 }
             } else {
-                { () throws(DomainError) -> Response in
-                    var response = try made()
-                    response.headers[.heraldEventID] = String(journal.lastEventID)
-                    return response
-                }
+                made
             }
             return .later { answer in
                 journal.writer.submit(change) { result in

@@ -371,7 +371,7 @@ export class Herald {
       // EventSource keeps the last id for events sent without one: Herald's news of the moment has none.
       const event = { id: message.lastEventId && !transient(name, message.data) ? message.lastEventId : null,
                       event: name, data: message.data, to };
-      if (name === "stream" || name === "token-expiring" || name === "expired") this.tokenEvent(name, safeParse(message.data), topics);
+      if (name === "stream" || name === "token-expiring" || name === "expired") this.tokenEvent(name, safeParse(message.data));
       else this.broadcast(event);
     });
     for (const name of EVENT_NAMES) handle(name);
@@ -391,7 +391,7 @@ export class Herald {
     this.post({ type: "event", ...event });
   }
 
-  async tokenEvent(name, data, topics) {
+  async tokenEvent(name, data) {
     if (name === "stream") {
       this.streamId = data && data.stream;
       return;
