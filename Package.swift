@@ -16,6 +16,8 @@ let package = Package(
         .executable(name: "herald", targets: ["herald"]),
         .executable(name: "herald-bench", targets: ["herald-bench"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        // Foundation only, for apps and services on Linux and Apple's platforms alike.
+        .library(name: "HeraldClient", targets: ["HeraldClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -42,6 +44,7 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .target(name: "CLinux"),
+        .target(name: "HeraldClient"),
         .target(name: "HeraldThreads", dependencies: ["CLinux"]),
         .target(name: "HeraldJSON"),
         .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON", "HeraldThreads"]),
@@ -102,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "HeraldAuth", "HeraldThreads", "CSQLite", "herald", "herald-bench",
+            dependencies: ["HeraldServer", "HeraldCore", "HeraldDomain", "HeraldJSON", "HeraldTestSupport", "HeraldAuth", "HeraldThreads", "CSQLite", "herald", "herald-bench", "HeraldClient",
                            .product(name: "JWTKit", package: "jwt-kit"), .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
     ]
