@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One event of a Herald stream, typed. `id` is the global sequence number (nil for events Herald
 /// never numbers: ticks, presence, and the stream's own lease events); `topic` names the subject.
@@ -70,6 +70,21 @@ public struct HeraldEvent: Sendable, Hashable {
 }
 
 extension HeraldEvent {
+    /// Decodes one event from its SSE name and JSON data (as `/events` sends them, or as an entry of
+    /// `/changes`'s `events`). Throws when the data does not have the name's documented shape.
+    public init(id: String?, name: String, data: Data) throws {
+        self = try Self.decode(id: id, name: name, data: data, with: JSONDecoder())
+    }
+
+    /// Decodes every event of a `text/event-stream` body: a recorded stream, or a fixture.
+    public static func decode(eventStream text: String) throws -> [HeraldEvent] {
+        var decoder = SSEDecoder()
+        var wire: [ServerSentEvent] = []
+        decoder.feed(Array(text.utf8)) { wire.append($0) }
+        let json = JSONDecoder()
+        return try wire.map { try decode(id: $0.id, name: $0.name, data: Data($0.data.utf8), with: json) }
+    }
+
     /// Decodes the data of an event called `name`. An event whose data does not have its documented
     /// shape throws: that is a server this client does not match, not an event to skip silently.
     static func decode(id: String?, name: String, data: Data, with decoder: JSONDecoder) throws -> HeraldEvent {
