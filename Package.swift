@@ -90,7 +90,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "herald-bench",
-            dependencies: ["CLinux", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CLinux", "HeraldClient", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(name: "HeraldTestSupport", dependencies: ["HeraldDomain", "HeraldHTTP", "HeraldThreads", "CPostgres", "CLinux"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldJSONTests", dependencies: ["HeraldJSON", "HeraldTestSupport"]),

@@ -80,7 +80,7 @@ extension HeraldEvent {
     public static func decode(eventStream text: String) throws -> [HeraldEvent] {
         var decoder = SSEDecoder()
         var wire: [ServerSentEvent] = []
-        decoder.feed(Array(text.utf8)) { wire.append($0) }
+        decoder.feed(Data(text.utf8)) { wire.append($0) }
         let json = JSONDecoder()
         return try wire.map { try decode(id: $0.id, name: $0.name, data: Data($0.data.utf8), with: json) }
     }

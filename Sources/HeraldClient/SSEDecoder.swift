@@ -29,7 +29,11 @@ struct SSEDecoder {
 
     init(lastEventID: String? = nil) { self.lastEventID = lastEventID }
 
-    mutating func feed(_ bytes: some Sequence<UInt8>, _ emit: (ServerSentEvent) -> Void) {
+    mutating func feed(_ data: Data, _ emit: (ServerSentEvent) -> Void) {
+        data.withUnsafeBytes { feed($0, emit) }
+    }
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (ServerSentEvent) -> Void) {
         for byte in bytes {
             if afterCR {
                 afterCR = false

@@ -31,6 +31,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Create the auction and send the bids on this port: another Herald replica on the same database (subscribers stay on --port).")
     var bidPort: Int?
 
+    @Flag(help: "Read the streams through HeraldClient (auction(id).states) instead of the raw parser: what the client costs.")
+    var heraldClient = false
+
     func validate() throws {
         guard subscribers >= 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250, spread >= 1, spread <= 100_000 else {
             throw ValidationError("events, ramp and sources must be positive, subscribers not negative (sources at most 250)")
@@ -49,7 +52,7 @@ struct BenchCommand: ParsableCommand {
                                      intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
                                      idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds,
                                      pipelined: pipelined, bidPort: bidPort, path: path, spread: spread)
-        let report = try Fanout(options: options).run()
+        let report = try heraldClient ? ClientFanout(options: options).run() : Fanout(options: options).run()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         print(String(decoding: try encoder.encode(report), as: UTF8.self))

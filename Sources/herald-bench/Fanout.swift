@@ -39,6 +39,8 @@ struct Fanout {
         var burstSeconds = 0.0
         var deliveredPerSecond = 0.0
         var server: [String: Double] = [:]
+        /// This process: what reading the streams cost the client (it also sends the bids).
+        var client: [String: Double] = [:]
         var serverCpuMicrosecondsPerDeliveredEvent = 0.0
         var seconds: [String: Double] = [:]
     }
@@ -47,6 +49,7 @@ struct Fanout {
 
     func run() throws -> Report {
         let server = ProcessStats(pid: options.pid)
+        let me = ProcessStats(pid: getpid())
         let control = BlockingHTTP(host: options.host, port: options.bidPort ?? options.port)
         func create() throws -> String {
             let created = try control.request("POST", "/auctions", json: #"{"item":"bench","countdownSeconds":3600}"#)
@@ -70,6 +73,7 @@ struct Fanout {
         }
         var report = Report()
         let rssBefore = server.rssKiB
+        let myRSSBefore = me.rssKiB
         let cpuBefore = server.cpuSeconds
         let epoll = cepoll_create()
         defer { close(epoll) }
@@ -155,6 +159,7 @@ struct Fanout {
         let connected = subscribers.count { $0.gotSnapshot }
         report.seconds["connecting"] = Date().timeIntervalSince(first)
         let rssHeld = server.rssKiB
+        let myRSSHeld = me.rssKiB
         let cpuConnected = server.cpuSeconds
         report.server["threads"] = Double(server.threads)
 
@@ -163,6 +168,7 @@ struct Fanout {
         while Date().timeIntervalSince(idleStart) < options.idleSeconds { pump(timeoutMs: 100) }
         let cpuIdle = server.cpuSeconds - cpuConnected
         report.subscribers = ["requested": options.subscribers, "connected": connected, "failed": options.subscribers - connected]
+        report.client["rssKiBPerSubscriber"] = connected > 0 ? (Double(myRSSHeld - myRSSBefore) / Double(connected) * 100).rounded() / 100 : 0
         report.server["rssKiBBefore"] = Double(rssBefore)
         report.server["rssKiBHeld"] = Double(rssHeld)
         report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
@@ -217,11 +223,13 @@ struct Fanout {
             publisherDone.store(true, ordering: .releasing)
         }
         let cpuPublishStart = server.cpuSeconds
+        let myCPUPublishStart = me.cpuSeconds
         let expected = connected * options.events
         let deadline = Date().addingTimeInterval(options.timeoutSeconds)
         while deliveries < expected || !publisherDone.load(ordering: .acquiring), Date() < deadline { pump(timeoutMs: 5) }
         let publishEnd = deliveries > 0 ? (receiveTimes.max() ?? clock()) : clock()
         let cpuPublish = server.cpuSeconds - cpuPublishStart
+        let myCPUPublish = me.cpuSeconds - myCPUPublishStart
 
         let sent = sendTimes.withLock { $0 }
         report.subscribers["closedDuringRun"] = subscribers.count { if case .closed = $0.phase { $0.gotSnapshot } else { false } }
@@ -239,6 +247,8 @@ struct Fanout {
         report.burstSeconds = publishEnd - publishStart
         report.deliveredPerSecond = (Double(deliveries) / max(publishEnd - publishStart, 0.001)).rounded()
         report.server["cpuSecondsPublishing"] = cpuPublish
+        report.client["cpuSecondsPublishing"] = myCPUPublish
+        report.client["cpuMicrosecondsPerReceivedEvent"] = deliveries > 0 ? (myCPUPublish / Double(deliveries) * 1e7).rounded() / 10 : 0
         report.serverCpuMicrosecondsPerDeliveredEvent = deliveries > 0 ? (cpuPublish / Double(deliveries) * 1e7).rounded() / 10 : 0
         for subscriber in subscribers where subscriber.fd >= 0 { close(subscriber.fd) }
         return report

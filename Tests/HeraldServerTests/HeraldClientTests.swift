@@ -232,7 +232,8 @@ import Testing
 
     /// A stream whose token nears its end is renewed in place: no `expired`, no second connection,
     /// and a bid after the first token's `exp` still arrives. Real time: the token lasts 20 s and
-    /// the warning comes 15 s before, so the renewal has 15 s to land even on a busy machine.
+    /// the warning comes 15 s before, so the renewal has 15 s to land even on a busy machine. (Without
+    /// the renewal this fails: the stream ends with `expired` and a second connection opens.)
     @Test func aStreamIsRenewedBeforeItsTokenEnds() async throws {
         let server = try await TestHerald.secured { $0.http.expiryWarning = .seconds(15) }
         defer { server.stop() }
@@ -249,7 +250,8 @@ import Testing
         let reader = events.run(herald.events(topics: ["auctions/\(auction)"]))
         defer { reader.cancel() }
         #expect(await until { events.all.contains { if case .tokenExpiring = $0.kind { true } else { false } } })
-        let past = made.addingTimeInterval(21).timeIntervalSinceNow
+        // Past the first token's end and the engine's next tick after it, with seconds to spare.
+        let past = made.addingTimeInterval(25).timeIntervalSinceNow
         if past > 0 { try await Task.sleep(for: .seconds(past)) }
         try await herald.bid(on: auction, amount: 10)
         #expect(await until { events.all.contains { if case .bid = $0.kind { true } else { false } } })
