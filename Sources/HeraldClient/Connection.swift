@@ -45,7 +45,10 @@ struct Connection: Sendable {
                             continue  // not JSON at all: nothing Herald sends
                         }
                         switch event.kind {
-                        case .tokenExpiring(let lease): renewal = renewal ?? renew(lease)
+                        case .tokenExpiring(let lease):
+                            // Once for each end: a renewed stream is warned again before its new end.
+                            renewal?.cancel()
+                            renewal = renew(lease)
                         case .expired: expired = true
                         default: break
                         }
