@@ -79,6 +79,8 @@ extension Herald {
         metricsServer?.stop(grace: .zero)
         server.stop()
         hub.endAll()
+        // Every request is answered: the access lines still pending go out before the last line.
+        configuration.accessLines?.flush()
         logger.info("herald stopped")
     }
 }

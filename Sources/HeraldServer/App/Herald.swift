@@ -120,7 +120,7 @@ public final class Herald: Sendable {
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, keyed: configuration.tokenKey != nil, router: router)
-        let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog)
+        let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog, accessLines: configuration.accessLines)
         server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry) { request in cors.respond(to: request) }
         engine.value = server.streams
         metricsServer = configuration.metricsListener.flatMap { listener in

@@ -47,6 +47,9 @@ public struct HeraldConfiguration: Sendable {
     public var metricsListener: (host: String, port: Int)? = nil
     /// An access line per request at `info`.
     public var accessLog = true
+    /// Where the access lines go, formatted and written off the request threads; nil: through the
+    /// logger, as every other line (what the tests capture).
+    public var accessLines: AccessLog? = nil
 
     public init() {}
 }

@@ -9,16 +9,23 @@ final class Telemetry: HTTPObserver {
     let metrics: Metrics?
     private let logger: Logger
     private let accessLog: Bool
+    /// Where access lines go when set (the command line's buffered writer); else through `logger`.
+    private let accessLines: AccessLog?
 
-    init(metrics: Metrics?, logger: Logger, accessLog: Bool) {
+    init(metrics: Metrics?, logger: Logger, accessLog: Bool, accessLines: AccessLog? = nil) {
         self.metrics = metrics
         self.logger = logger
         self.accessLog = accessLog
+        self.accessLines = accessLines
     }
 
     func answered(_ exchange: Exchange) {
         metrics?.answered(method: exchange.method, route: exchange.route, status: exchange.status, duration: exchange.duration)
         guard exchange.isStream || accessLog else { return }
+        if !exchange.isStream, let accessLines {
+            accessLines.record(exchange)
+            return
+        }
         logger.info(exchange.isStream ? "stream opened" : "request", metadata: [
             "http.request_id": "\(exchange.requestID)", "http.method": "\(exchange.method)", "http.path": "\(exchange.path)",
             "http.route": "\(exchange.route ?? "-")", "http.status": "\(exchange.status)",

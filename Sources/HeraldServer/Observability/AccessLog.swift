@@ -1,0 +1,180 @@
+import Foundation
+public import HeraldHTTP
+import HeraldJSON
+import HeraldThreads
+import Logging
+
+/// The access log: a line per answered request, formatted by hand into bytes (no metadata dictionary,
+/// no string interpolation, the timestamp made once a second) and written in batches by a thread of
+/// its own, off the request threads. A line is written within `delay` (200 ms) of its request; `flush`
+/// writes what is pending at once, and `Herald.stop()` calls it, so nothing is lost at SIGTERM.
+///
+/// The lines are the ones swift-log's handlers wrote before, byte for byte, in both formats:
+/// - text: `2026-11-26T01:06:37+0000 info herald: http.client=… … [HeraldServer] request`, with
+///   controls escaped as `EscapingLogHandler` does;
+/// - JSON: `{"time":"…Z","level":"info","message":"request","logger":"herald","http.client":"…",…}`.
+///
+/// Lines go to standard error with the other log lines, which are written as they happen: an access
+/// line may come up to `delay` after a line logged later.
+public final class AccessLog: Sendable {
+    public enum Format: Sendable { case text, json }
+
+    private struct Pending {
+        var bytes: [UInt8] = []
+        /// The second the cached timestamp is of, and its text (to the second; JSON adds milliseconds).
+        var second = -1
+        var stamp: [UInt8] = []
+    }
+
+    private let format: Format
+    private let output: JSONLogHandler.Output
+    private let pending = Lock(Pending())
+    private let wake = DispatchSemaphore(value: 0)
+    private let delay: Duration
+    /// Pending bytes past which the writer is woken at once.
+    private let highWater = 256 * 1024
+
+    public init(format: Format, output: JSONLogHandler.Output = .standardError, delay: Duration = .milliseconds(200)) {
+        self.format = format
+        self.output = output
+        self.delay = delay
+        let thread = Thread { [self] in
+            while true {
+                wake.wait()
+                let (seconds, attoseconds) = delay.components
+                Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+                flush()
+            }
+        }
+        thread.name = "herald-access-log"
+        thread.start()
+    }
+
+    /// Writes what is pending now, on the caller's thread.
+    public func flush() {
+        let bytes = pending.withLock { pending -> [UInt8] in
+            defer { pending.bytes = [] }
+            return pending.bytes
+        }
+        if !bytes.isEmpty { output.write(bytes) }
+    }
+
+    /// Adds `exchange`'s line.
+    public func record(_ exchange: Exchange) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let (wasEmpty, isFull) = pending.withLock { pending -> (Bool, Bool) in
+            let wasEmpty = pending.bytes.isEmpty
+            if pending.second != now.tv_sec {
+                pending.second = now.tv_sec
+                pending.stamp = Self.stamp(second: now.tv_sec, format: format)
+            }
+            Self.append(exchange, stamp: pending.stamp, milliseconds: Int(now.tv_nsec / 1_000_000), format: format, to: &pending.bytes)
+            return (wasEmpty, pending.bytes.count >= highWater)
+        }
+        if wasEmpty || isFull { wake.signal() }
+    }
+
+    /// `exchange`'s line at `second` and `milliseconds` past it, as `record` writes it.
+    public static func line(_ exchange: Exchange, second: Int, milliseconds: Int, format: Format) -> [UInt8] {
+        var bytes: [UInt8] = []
+        append(exchange, stamp: stamp(second: second, format: format), milliseconds: milliseconds, format: format, to: &bytes)
+        return bytes
+    }
+
+    private static func append(_ exchange: Exchange, stamp: [UInt8], milliseconds: Int, format: Format, to bytes: inout [UInt8]) {
+        let duration = Self.milliseconds(exchange.duration)
+        switch format {
+        case .text:
+            bytes += stamp
+            bytes += Array(" info herald: http.client=".utf8)
+            Self.text(exchange.client, into: &bytes)
+            bytes += Array(" http.duration_ms=".utf8)
+            bytes += duration
+            bytes += Array(" http.method=".utf8)
+            Self.text(exchange.method, into: &bytes)
+            bytes += Array(" http.path=".utf8)
+            Self.text(exchange.path, into: &bytes)
+            bytes += Array(" http.request_id=".utf8)
+            Self.text(exchange.requestID, into: &bytes)
+            bytes += Array(" http.route=".utf8)
+            Self.text(exchange.route ?? "-", into: &bytes)
+            bytes += Array(" http.status=".utf8)
+            bytes += Array(String(exchange.status).utf8)
+            bytes += Array(" [HeraldServer] request\n".utf8)
+        case .json:
+            bytes += Array(#"{"time":""#.utf8)
+            bytes += stamp
+            bytes += [0x30 + UInt8(milliseconds / 100), 0x30 + UInt8(milliseconds / 10 % 10), 0x30 + UInt8(milliseconds % 10)]
+            bytes += Array(#"Z","level":"info","message":"request","logger":"herald","http.client":"#.utf8)
+            Self.json(exchange.client, into: &bytes)
+            bytes += Array(#","http.duration_ms":""#.utf8)
+            bytes += duration
+            bytes += Array(#"","http.method":"#.utf8)
+            Self.json(exchange.method, into: &bytes)
+            bytes += Array(#","http.path":"#.utf8)
+            Self.json(exchange.path, into: &bytes)
+            bytes += Array(#","http.request_id":"#.utf8)
+            Self.json(exchange.requestID, into: &bytes)
+            bytes += Array(#","http.route":"#.utf8)
+            Self.json(exchange.route ?? "-", into: &bytes)
+            bytes += Array(#","http.status":""#.utf8)
+            bytes += Array(String(exchange.status).utf8)
+            bytes += Array("\"}\n".utf8)
+        }
+    }
+
+    /// The timestamp of `second`: text, local time as swift-log's `StreamLogHandler` writes it
+    /// (`%Y-%m-%dT%H:%M:%S%z`); JSON, UTC up to the milliseconds' dot (`2026-11-26T01:06:39.`).
+    static func stamp(second: Int, format: Format) -> [UInt8] {
+        var time = time_t(second)
+        var parts = tm()
+        var buffer = [Int8](repeating: 0, count: 64)
+        switch format {
+        case .text:
+            localtime_r(&time, &parts)
+            let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+            return buffer[..<count].map { UInt8(bitPattern: $0) }
+        case .json:
+            gmtime_r(&time, &parts)
+            let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S.", &parts)
+            return buffer[..<count].map { UInt8(bitPattern: $0) }
+        }
+    }
+
+    /// Milliseconds with up to three decimals, as `Telemetry.milliseconds(_:)` prints as a Double
+    /// (`1.544`, `12.0`), from whole microseconds.
+    static func milliseconds(_ duration: Duration) -> [UInt8] {
+        let (seconds, attoseconds) = duration.components
+        let microseconds = max(seconds * 1_000_000 + attoseconds / 1_000_000_000_000, 0)
+        var out = Array(String(microseconds / 1000).utf8)
+        out.append(0x2E)
+        let fraction = Int(microseconds % 1000)
+        var digits: [UInt8] = [UInt8(0x30 + fraction / 100), UInt8(0x30 + fraction / 10 % 10), UInt8(0x30 + fraction % 10)]
+        while digits.count > 1, digits.last == 0x30 { digits.removeLast() }
+        out += digits
+        return out
+    }
+
+    /// `value` as the text format writes a metadata value: controls and `\` escaped.
+    static func text(_ value: String, into out: inout [UInt8]) {
+        let utf8 = value.utf8
+        if utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C }) {
+            out += utf8
+        } else {
+            out += EscapingLogHandler.escaped(value).utf8
+        }
+    }
+
+    /// `value` as a JSON string, quotes included.
+    static func json(_ value: String, into out: inout [UInt8]) {
+        let utf8 = value.utf8
+        if utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x7F }) {
+            out.append(0x22)
+            out += utf8
+            out.append(0x22)
+        } else {
+            out += JSONValue.string(value).bytes
+        }
+    }
+}

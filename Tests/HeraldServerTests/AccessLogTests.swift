@@ -1,0 +1,86 @@
+import Foundation
+import HeraldHTTP
+@testable import HeraldServer
+import HeraldTestSupport
+import Logging
+import Testing
+
+/// The access log written by hand (`AccessLog`): the same lines the logger wrote before, byte for
+/// byte, and none lost when Herald stops right after its requests.
+@Suite struct AccessLogTests {
+    static let exchanges = [
+        Exchange(method: "GET", path: "/auctions/1", route: "/auctions/{id}", status: 200, duration: .microseconds(1544),
+                 requestID: "abc", client: "127.0.0.1", isStream: false),
+        Exchange(method: "PUT", path: "/units/\u{1B}[2J\\é\u{85}", route: nil, status: 404, duration: .seconds(12),
+                 requestID: "r\"9", client: "::1", isStream: false),
+        Exchange(method: "POST", path: "/auctions", route: "/auctions", status: 201, duration: .microseconds(20),
+                 requestID: "x", client: "10.0.0.1", isStream: false),
+    ]
+
+    static func metadata(_ exchange: Exchange) -> Logger.Metadata {
+        ["http.request_id": "\(exchange.requestID)", "http.method": "\(exchange.method)", "http.path": "\(exchange.path)",
+         "http.route": "\(exchange.route ?? "-")", "http.status": "\(exchange.status)",
+         "http.duration_ms": "\(Telemetry.milliseconds(exchange.duration))", "http.client": "\(exchange.client)"]
+    }
+
+    /// JSON: the bytes `JSONLogHandler` makes of the same line, at the same millisecond.
+    @Test func jsonLinesAreTheLoggersLines() {
+        let second = 1_764_118_000
+        for exchange in Self.exchanges {
+            for milliseconds in [0, 7, 42, 999] {
+                let time = Date(timeIntervalSince1970: Double(second) + Double(milliseconds) / 1000 + 0.0004)
+                let expected = JSONLogHandler.line(time: time, level: .info, message: "request", label: "herald", metadata: Self.metadata(exchange))
+                let line = AccessLog.line(exchange, second: second, milliseconds: milliseconds, format: .json)
+                #expect(line == expected, "\(String(decoding: line, as: UTF8.self)) vs \(String(decoding: expected, as: UTF8.self))")
+            }
+        }
+    }
+
+    /// Text: swift-log's `StreamLogHandler` line (local time to the second, the level, the label, the
+    /// metadata sorted, the source module, the message), with values escaped as `EscapingLogHandler` does.
+    @Test func textLinesAreTheLoggersLines() {
+        let second = 1_764_118_000
+        var time = time_t(second)
+        var parts = tm()
+        localtime_r(&time, &parts)
+        var buffer = [Int8](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+        let stamp = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        for exchange in Self.exchanges {
+            let fields = Self.metadata(exchange).sorted { $0.key < $1.key }
+                .map { "\($0.key)=\(EscapingLogHandler.escaped("\($0.value)"))" }.joined(separator: " ")
+            let expected = "\(stamp) info herald: \(fields) [HeraldServer] request\n"
+            let line = String(decoding: AccessLog.line(exchange, second: second, milliseconds: 5, format: .text), as: UTF8.self)
+            #expect(line == expected)
+        }
+    }
+
+    /// The figures in a duration: whole microseconds, as a Double prints them.
+    @Test func durationsPrintAsTheDoubleDid() {
+        for microseconds in [0, 1, 10, 100, 999, 1000, 1544, 12_000_000, 123_456_789] {
+            let duration = Duration.microseconds(microseconds)
+            #expect(String(decoding: AccessLog.milliseconds(duration), as: UTF8.self) == "\(Telemetry.milliseconds(duration))")
+        }
+    }
+
+    /// 300 requests, then SIGTERM at once: every one's line is in the log, in both formats.
+    @Test(arguments: [["--log-format", "text"], ["--log-format", "json"]])
+    func noLineIsLostAtSIGTERM(_ format: [String]) throws {
+        let herald = try HeraldProcess(arguments: format)
+        let client = HTTPClient(port: herald.port)
+        for index in 0..<300 {
+            #expect(try client.request("GET", "/currency", headers: [("X-Request-ID", "last-\(index)")]).status == 200)
+        }
+        herald.process.terminate()
+        herald.process.waitUntilExit()
+        #expect(eventually { herald.log.text.contains("herald stopped") })
+        let text = herald.log.text
+        let missing = (0..<300).filter { !text.contains("last-\($0)\(format[1] == "json" ? "\"" : " ")") }
+        #expect(missing.isEmpty, "\(missing.count) lines lost, such as last-\(missing.first ?? -1)")
+        if let stopped = text.range(of: "herald stopped"), let lastLine = text.range(of: "last-299") {
+            #expect(lastLine.lowerBound < stopped.lowerBound, "the access lines come before the last line")
+        } else {
+            Issue.record("no 'herald stopped' or no last-299 in the log")
+        }
+    }
+}
