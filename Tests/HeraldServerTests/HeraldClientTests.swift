@@ -75,17 +75,25 @@ import Testing
         gate.openUp()
     }
 
+    /// A Herald on `directory` that `restart` can stop and start again, a client held at the gate
+    /// while it is away, and an auction that counts down an hour.
+    func restartable(_ directory: String, arguments: [String]) throws -> (HeraldProcess, Gate, HeraldClient, String) {
+        let herald = try HeraldProcess(arguments: arguments, dataDirectory: directory)
+        let gate = Gate()
+        let client = try client(herald.port) { await gate.pass(); return nil }
+        let created = try HTTPClient(port: herald.port).post("/auctions", #"{"item":"lamp","countdownSeconds":3600}"#)
+        let auction = try #require(created.json["id"] as? String)
+        return (herald, gate, client, auction)
+    }
+
     /// An auction's states across a restart (SIGTERM, then a new Herald on the same data directory):
     /// the bids made while the client was away arrive once each, and the prices have no gap and no
     /// repeat.
     @Test func statesAcrossARestartHaveNoGapAndNoRepeat() async throws {
         let directory = temporaryDirectory("herald-client")
         defer { removeTemporaryDirectory(directory) }
-        var herald = try HeraldProcess(dataDirectory: directory)
+        var (herald, gate, herald1, auction) = try restartable(directory, arguments: [])
         let port = herald.port
-        let gate = Gate()
-        let herald1 = try client(port) { await gate.pass(); return nil }
-        let auction = try #require(try HTTPClient(port: port).post("/auctions", #"{"item":"lamp","countdownSeconds":3600}"#).json["id"] as? String)
         let prices = Collected<Int>()
         let reader = prices.run(mapped(herald1.auction(auction).states) { $0.price })
         defer { reader.cancel() }
@@ -106,11 +114,8 @@ import Testing
         let directory = temporaryDirectory("herald-client")
         defer { removeTemporaryDirectory(directory) }
         let arguments = ["--history", "5"]
-        var herald = try HeraldProcess(arguments: arguments, dataDirectory: directory)
+        var (herald, gate, herald1, auction) = try restartable(directory, arguments: arguments)
         let port = herald.port
-        let gate = Gate()
-        let herald1 = try client(port) { await gate.pass(); return nil }
-        let auction = try #require(try HTTPClient(port: port).post("/auctions", #"{"item":"lamp","countdownSeconds":3600}"#).json["id"] as? String)
         let prices = Collected<Int>()
         let reader = prices.run(mapped(herald1.auction(auction).states) { $0.price })
         defer { reader.cancel() }
