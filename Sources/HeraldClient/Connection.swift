@@ -101,7 +101,7 @@ struct Connection: Sendable {
     }
 
     private func eventsURL() -> URL {
-        var components = URLComponents(url: client.url.appendingPathComponent("events"), resolvingAgainstBaseURL: false)
+        var components = URLComponents(url: client.address("events"), resolvingAgainstBaseURL: false)
         components?.queryItems = topics.map { URLQueryItem(name: "topic", value: $0) }
         // `;` separates a collection's filter; URLComponents leaves it as it is.
         return components?.url ?? client.url

@@ -66,7 +66,7 @@ public final class HeraldClient: Sendable {
     /// A `resync` gives its fresh state, so a consumer never sees a gap. Countdown ticks are not
     /// states: count down from `deadline`.
     public func auction(_ id: String) -> Subject<Auction> {
-        Subject(client: self, topic: "auctions/" + Self.segment(id), path: "auctions/" + Self.segment(id)) { event in
+        Subject(client: self, topic: "auctions/" + id, path: "auctions/" + Self.segment(id)) { event in
             switch event.kind {
             case .snapshot(.auction(let auction)), .closed(let auction), .auction(let auction): auction
             case .bid(let result): result.auction
@@ -89,7 +89,7 @@ public final class HeraldClient: Sendable {
 
     /// A trip, and its state after every change of its times.
     public func trip(_ id: String) -> Subject<Trip> {
-        Subject(client: self, topic: "trips/" + Self.segment(id), path: "trips/" + Self.segment(id)) { event in
+        Subject(client: self, topic: "trips/" + id, path: "trips/" + Self.segment(id)) { event in
             switch event.kind {
             case .snapshot(.trip(let trip)), .trip(let trip, _): trip
             default: nil
@@ -99,7 +99,7 @@ public final class HeraldClient: Sendable {
 
     /// A unit: its current state, its state after every change, and nil when it is removed.
     public func unit(_ id: String) -> Subject<HeraldUnit?> {
-        Subject(client: self, topic: "units/" + Self.segment(id), path: "units/" + Self.segment(id), state: HeraldUnit?.self) { event, _ in
+        Subject(client: self, topic: "units/" + id, path: "units/" + Self.segment(id), state: HeraldUnit?.self) { event, _ in
             switch event.kind {
             case .snapshot(.unit(let unit)), .unit(let unit, _): .some(unit)
             case .removed: .some(nil)
@@ -194,7 +194,7 @@ public final class HeraldClient: Sendable {
 
     /// Sends one request and answers its body, or throws its problem.
     func exchange(_ method: String, _ path: String, body: Data?) async throws -> Data {
-        var request = URLRequest(url: url.appendingPathComponent(path))
+        var request = URLRequest(url: address(path))
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         if let body {
@@ -233,7 +233,14 @@ public final class HeraldClient: Sendable {
         return problem
     }
 
-    /// A path segment with `/`, `?`, `#` and `%` escaped.
+    /// `path` (its segments escaped by `segment`) under the base address. Not `appendingPathComponent`,
+    /// which escapes the `%` of an escape again.
+    func address(_ path: String) -> URL {
+        let base = url.absoluteString.hasSuffix("/") ? String(url.absoluteString.dropLast()) : url.absoluteString
+        return URL(string: base + "/" + path) ?? url
+    }
+
+    /// A path segment with `/`, `?`, `#`, `%` and `;` escaped.
     static func segment(_ text: String) -> String {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/?#%;")

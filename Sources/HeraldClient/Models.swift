@@ -1,7 +1,7 @@
 import Foundation
 
 // Herald's documented JSON (openapi.yaml, `components/schemas`), as the client's own Codable models.
-// The server's domain types stay the server's: these decode what it sends, and `ClientModelTests`
+// The server's domain types stay the server's: these decode what it sends, and `HeraldClientModelTests`
 // decodes every example in openapi.yaml with them. Times stay the strings Herald sends (RFC 3339,
 // UTC, to the millisecond); `HeraldClient.date(_:)` reads one.
 

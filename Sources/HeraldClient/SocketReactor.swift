@@ -47,7 +47,8 @@ final class SocketReactor: @unchecked Sendable {
     /// is the head, then the body in pieces (chunked coding taken off), then the end.
     func open(_ request: URLRequest) -> AsyncStream<Delivery> {
         let (stream, continuation) = AsyncStream<Delivery>.makeStream()
-        guard let url = request.url, let host = url.host else {
+        // An IPv6 literal's host comes without its brackets on Linux and with them elsewhere.
+        guard let url = request.url, let host = url.host?.trimmingCharacters(in: CharacterSet(charactersIn: "[]")) else {
             continuation.yield(.end(URLError(.badURL)))
             continuation.finish()
             return stream
@@ -109,8 +110,7 @@ final class SocketReactor: @unchecked Sendable {
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = streamSocket
         var found: UnsafeMutablePointer<addrinfo>?
-        let name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        guard getaddrinfo(name, String(port), &hints, &found) == 0, let first = found else {
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else {
             throw URLError(.cannotFindHost)
         }
         defer { freeaddrinfo(first) }
@@ -139,12 +139,12 @@ final class SocketReactor: @unchecked Sendable {
     /// connection, so the end of a body is never in doubt).
     private static func encode(_ request: URLRequest, host: String, port: Int) -> [UInt8] {
         guard let url = request.url else { return [] }
-        var target = url.path.isEmpty ? "/" : url.path
-        if let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
-            target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-            if let query = components.percentEncodedQuery { target += "?" + query }
-        }
-        var head = "\(request.httpMethod ?? "GET") \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        var target = components?.percentEncodedPath ?? ""
+        if target.isEmpty { target = "/" }
+        if let query = components?.percentEncodedQuery { target += "?" + query }
+        let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        var head = "\(request.httpMethod ?? "GET") \(target) HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n"
         for (name, value) in request.allHTTPHeaderFields ?? [:] where !["host", "connection", "content-length"].contains(name.lowercased()) {
             head += "\(name): \(value)\r\n"
         }

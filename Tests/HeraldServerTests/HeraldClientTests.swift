@@ -182,6 +182,14 @@ import Testing
             #expect(problem.status == 404)
             #expect(problem.detail.contains("nope"))
         }
+        // An id is one path segment, escaped once: the server reads back the id that was given.
+        do {
+            _ = try await herald.unit("no/such").current()
+            Issue.record("a unit that does not exist was read")
+        } catch let problem as HeraldProblem {
+            #expect(problem.status == 404)
+            #expect(problem.detail.contains("'no/such'"), "\(problem.detail)")
+        }
         do {
             try await herald.putUnit("u1", name: String(repeating: "n", count: 101), status: .healthy)
             Issue.record("a 101-character name was taken")
