@@ -63,6 +63,25 @@ import Testing
         }
     }
 
+    /// Lines are held for the delay (here a minute), but no longer once 256 KiB are pending: then
+    /// the writer goes at once.
+    @Test func aFullBufferIsWrittenWithoutWaitingForTheDelay() throws {
+        let path = temporaryDirectory("access-log")
+        let descriptor = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
+        #expect(descriptor >= 0)
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        let log = AccessLog(format: .json, output: JSONLogHandler.Output(descriptor: descriptor), delay: .seconds(60))
+        let size = { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        log.record(Self.exchanges[0])
+        #expect(!(eventually(timeout: 1) { size() > 0 }), "one line waits for the delay")
+        let line = AccessLog.line(Self.exchanges[0], second: 0, milliseconds: 0, format: .json).count
+        for _ in 0...(256 * 1024 / line) { log.record(Self.exchanges[0]) }
+        #expect(eventually(timeout: 30) { size() >= 256 * 1024 }, "the full buffer is written before the minute's delay")
+    }
+
     /// 300 requests, then SIGTERM at once: every one's line is in the log, in both formats.
     @Test(arguments: [["--log-format", "text"], ["--log-format", "json"]])
     func noLineIsLostAtSIGTERM(_ format: [String]) throws {

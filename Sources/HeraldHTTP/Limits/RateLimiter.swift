@@ -61,7 +61,7 @@ public final class RateLimiter: Sendable {
 
 extension Duration {
     /// In seconds, with their fraction.
-    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 
     /// Whole seconds, rounded up, at least 1: a `Retry-After` value.
     public var retryAfterSeconds: Int {

@@ -29,9 +29,11 @@ public final class AccessLog: Sendable {
     private let format: Format
     private let output: JSONLogHandler.Output
     private let pending = Lock(Pending())
+    /// Signalled by the line that finds nothing pending: the writer waits `delay`, then writes.
     private let wake = DispatchSemaphore(value: 0)
+    /// Signalled by the line that takes the pending bytes past `highWater`: the writer stops waiting.
+    private let full = DispatchSemaphore(value: 0)
     private let delay: Duration
-    /// Pending bytes past which the writer is woken at once.
     private let highWater = 256 * 1024
 
     public init(format: Format, output: JSONLogHandler.Output = .standardError, delay: Duration = .milliseconds(200)) {
@@ -41,8 +43,7 @@ public final class AccessLog: Sendable {
         let thread = Thread { [self] in
             while true {
                 wake.wait()
-                let (seconds, attoseconds) = delay.components
-                Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+                _ = full.wait(timeout: .now() + delay.inSeconds)
                 flush()
             }
         }
@@ -63,16 +64,17 @@ public final class AccessLog: Sendable {
     public func record(_ exchange: Exchange) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        let (wasEmpty, isFull) = pending.withLock { pending -> (Bool, Bool) in
-            let wasEmpty = pending.bytes.isEmpty
+        let (wasEmpty, filled) = pending.withLock { pending -> (Bool, Bool) in
+            let before = pending.bytes.count
             if pending.second != now.tv_sec {
                 pending.second = now.tv_sec
                 pending.stamp = Self.stamp(second: now.tv_sec, format: format)
             }
             Self.append(exchange, stamp: pending.stamp, milliseconds: Int(now.tv_nsec / 1_000_000), format: format, to: &pending.bytes)
-            return (wasEmpty, pending.bytes.count >= highWater)
+            return (before == 0, before < highWater && pending.bytes.count >= highWater)
         }
-        if wasEmpty || isFull { wake.signal() }
+        if wasEmpty { wake.signal() }
+        if filled { full.signal() }
     }
 
     /// `exchange`'s line at `second` and `milliseconds` past it, as `record` writes it.
@@ -87,40 +89,40 @@ public final class AccessLog: Sendable {
         switch format {
         case .text:
             bytes += stamp
-            bytes += Array(" info herald: http.client=".utf8)
+            bytes.append(contentsOf: " info herald: http.client=".utf8)
             Self.text(exchange.client, into: &bytes)
-            bytes += Array(" http.duration_ms=".utf8)
+            bytes.append(contentsOf: " http.duration_ms=".utf8)
             bytes += duration
-            bytes += Array(" http.method=".utf8)
+            bytes.append(contentsOf: " http.method=".utf8)
             Self.text(exchange.method, into: &bytes)
-            bytes += Array(" http.path=".utf8)
+            bytes.append(contentsOf: " http.path=".utf8)
             Self.text(exchange.path, into: &bytes)
-            bytes += Array(" http.request_id=".utf8)
+            bytes.append(contentsOf: " http.request_id=".utf8)
             Self.text(exchange.requestID, into: &bytes)
-            bytes += Array(" http.route=".utf8)
+            bytes.append(contentsOf: " http.route=".utf8)
             Self.text(exchange.route ?? "-", into: &bytes)
-            bytes += Array(" http.status=".utf8)
-            bytes += Array(String(exchange.status).utf8)
-            bytes += Array(" [HeraldServer] request\n".utf8)
+            bytes.append(contentsOf: " http.status=".utf8)
+            bytes.append(contentsOf: String(exchange.status).utf8)
+            bytes.append(contentsOf: " [HeraldServer] request\n".utf8)
         case .json:
-            bytes += Array(#"{"time":""#.utf8)
+            bytes.append(contentsOf: #"{"time":""#.utf8)
             bytes += stamp
             bytes += [0x30 + UInt8(milliseconds / 100), 0x30 + UInt8(milliseconds / 10 % 10), 0x30 + UInt8(milliseconds % 10)]
-            bytes += Array(#"Z","level":"info","message":"request","logger":"herald","http.client":"#.utf8)
+            bytes.append(contentsOf: #"Z","level":"info","message":"request","logger":"herald","http.client":"#.utf8)
             Self.json(exchange.client, into: &bytes)
-            bytes += Array(#","http.duration_ms":""#.utf8)
+            bytes.append(contentsOf: #","http.duration_ms":""#.utf8)
             bytes += duration
-            bytes += Array(#"","http.method":"#.utf8)
+            bytes.append(contentsOf: #"","http.method":"#.utf8)
             Self.json(exchange.method, into: &bytes)
-            bytes += Array(#","http.path":"#.utf8)
+            bytes.append(contentsOf: #","http.path":"#.utf8)
             Self.json(exchange.path, into: &bytes)
-            bytes += Array(#","http.request_id":"#.utf8)
+            bytes.append(contentsOf: #","http.request_id":"#.utf8)
             Self.json(exchange.requestID, into: &bytes)
-            bytes += Array(#","http.route":"#.utf8)
+            bytes.append(contentsOf: #","http.route":"#.utf8)
             Self.json(exchange.route ?? "-", into: &bytes)
-            bytes += Array(#","http.status":""#.utf8)
-            bytes += Array(String(exchange.status).utf8)
-            bytes += Array("\"}\n".utf8)
+            bytes.append(contentsOf: #","http.status":""#.utf8)
+            bytes.append(contentsOf: String(exchange.status).utf8)
+            bytes.append(contentsOf: "\"}\n".utf8)
         }
     }
 
