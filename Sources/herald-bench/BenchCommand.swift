@@ -11,7 +11,7 @@ struct BenchCommand: ParsableCommand {
 
     @Option(help: "Herald's address.") var host = "127.0.0.1"
     @Option(help: "Herald's port.") var port = 8080
-    @Option(help: "Herald's process id, for RSS and CPU from /proc.") var pid: Int32
+    @Option(help: "Herald's process id, for RSS and CPU from /proc (not with --storm, which starts Herald itself).") var pid: Int32?
     @Option(help: "SSE subscribers to open.") var subscribers = 1000
     @Option(help: "Bids to publish.") var events = 50
     @Option(help: "Milliseconds between bids.") var intervalMs = 20.0
@@ -31,12 +31,28 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Create the auction and send the bids on this port: another Herald replica on the same database (subscribers stay on --port).")
     var bidPort: Int?
 
+    @Flag(help: "The server is nginx with nchan (Benchmarks/nchan.conf), the peer: subscribe at /sub/ID, publish at /pub/ID.")
+    var nchan = false
+    @Flag(help: "With --nchan: subscribe without the channel's stored message (/sub-new/ID); arrival is the head and nchan's `: hi`.")
+    var nchanWithoutMessage = false
+
+    @Option(help: "The reconnect storm: start Herald with this command (on a --data-dir, listening on --port), open --subscribers, SIGTERM it, start it again, bid --storm-bids times, and reconnect everyone with Last-Event-ID within --storm-seconds.")
+    var storm: String?
+    @Option(help: "With --storm: where Herald's output goes.") var stormLog = "/dev/null"
+    @Option(help: "With --storm: bids made on the restarted Herald before the clients come back.") var stormBids = 100
+    @Option(help: "With --storm: the seconds in which every client reconnects.") var stormSeconds = 1.0
+    @Flag(help: "With --storm: every client comes through one trusted proxy (127.0.0.2, X-Forwarded-For); otherwise each from its own address.")
+    var proxy = false
+
     @Flag(help: "Read the streams through HeraldClient (auction(id).states) instead of the raw parser: what the client costs.")
     var heraldClient = false
 
     func validate() throws {
         guard subscribers >= 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250, spread >= 1, spread <= 100_000 else {
             throw ValidationError("events, ramp and sources must be positive, subscribers not negative (sources at most 250)")
+        }
+        if nchan, pipelined || bidPort != nil || heraldClient || path != nil {
+            throw ValidationError("--nchan measures the peer's fan-out and arrival only: not with --pipelined, --bid-port, --herald-client or --path")
         }
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
@@ -48,13 +64,26 @@ struct BenchCommand: ParsableCommand {
     }
 
     func run() throws {
+        if let storm {
+            let options = Storm.Options(command: storm.split(separator: " ").map(String.init), log: stormLog, host: host, port: port,
+                                        subscribers: subscribers, bids: stormBids, rampPerSecond: ramp, stormSeconds: stormSeconds,
+                                        timeoutSeconds: timeout, proxy: proxy)
+            try print(Self.json(Storm(options: options).run()))
+            return
+        }
+        guard let pid else { throw ValidationError("--pid is needed, except with --storm") }
         let options = Fanout.Options(host: host, port: port, pid: pid, subscribers: subscribers, events: events,
                                      intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
                                      idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds,
-                                     pipelined: pipelined, bidPort: bidPort, path: path, spread: spread)
+                                     pipelined: pipelined, bidPort: bidPort, path: path, spread: spread, nchan: nchan,
+                                     nchanWithoutMessage: nchanWithoutMessage)
         let report = try heraldClient ? ClientFanout(options: options).run() : Fanout(options: options).run()
+        try print(Self.json(report))
+    }
+
+    static func json(_ report: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        return String(decoding: try encoder.encode(report), as: UTF8.self)
     }
 }

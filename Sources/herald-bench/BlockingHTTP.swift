@@ -14,10 +14,11 @@ final class BlockingHTTP {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    /// Sends a request with a JSON body (if any); returns the status and body.
-    func request(_ method: String, _ path: String, json: String? = nil) throws -> (status: Int, body: String) {
+    /// Sends a request with a JSON body (if any) and more header lines (`Name: value`); returns the status and body.
+    func request(_ method: String, _ path: String, json: String? = nil, headers: [String] = []) throws -> (status: Int, body: String) {
         if fd < 0 { fd = try connectSocket() }
         var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
+        for header in headers { text += header + "\r\n" }
         if let json { text += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
         text += "\r\n" + (json ?? "")
         let bytes = Array(text.utf8)

@@ -26,6 +26,11 @@ struct Fanout {
         var path: String? = nil
         /// Auctions to create and bid on in turn (bid k goes to auction k mod spread, amount k).
         var spread = 1
+        /// The server is nginx with nchan (Benchmarks/nchan.conf), the peer: an auction is a channel,
+        /// made by publishing its first message (the `snapshot`), and a bid is a message on it.
+        var nchan = false
+        /// With `nchan`: subscribe at /sub-new/ID, without the stored message (arrival is the head and `: hi`).
+        var nchanWithoutMessage = false
     }
 
     struct Report: Encodable {
@@ -51,7 +56,15 @@ struct Fanout {
         let server = ProcessStats(pid: options.pid)
         let me = ProcessStats(pid: getpid())
         let control = BlockingHTTP(host: options.host, port: options.bidPort ?? options.port)
+        var made = 0
         func create() throws -> String {
+            if options.nchan {
+                made += 1
+                let channel = "bench\(getpid())x\(made)"
+                let published = try control.request("POST", "/pub/\(channel)", json: #"{"amount":0}"#, headers: ["X-EventSource-Event: snapshot"])
+                guard (200..<300).contains(published.status) else { throw BenchError("nchan refused the first message: \(published.status)") }
+                return channel
+            }
             let created = try control.request("POST", "/auctions", json: #"{"item":"bench","countdownSeconds":3600}"#)
             guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
                 throw BenchError("cannot create an auction: \(created.status) \(created.body)")
@@ -74,13 +87,14 @@ struct Fanout {
         var report = Report()
         let rssBefore = server.rssKiB
         let myRSSBefore = me.rssKiB
-        let cpuBefore = server.cpuSeconds
+        let cpuBefore = server.cpu
         let epoll = cepoll_create()
         defer { close(epoll) }
         var subscribers: [Subscriber] = []
         subscribers.reserveCapacity(options.subscribers)
         var connectFailures = 0
-        let request = Array("GET \(options.path ?? "/auctions/\(auction)/events") HTTP/1.1\r\nHost: \(options.host)\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        let stream = options.path ?? (options.nchan ? "/\(options.nchanWithoutMessage ? "sub-new" : "sub")/\(auction)" : "/auctions/\(auction)/events")
+        let request = Array("GET \(stream) HTTP/1.1\r\nHost: \(options.host)\r\nAccept: text/event-stream\r\n\r\n".utf8)
         var tokens = [UInt64](repeating: 0, count: 512)
         var bits = [UInt32](repeating: 0, count: 512)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -102,7 +116,7 @@ struct Fanout {
                     connectFailures += 1
                     continue
                 }
-                subscribers.append(Subscriber(fd: fd))
+                subscribers.append(Subscriber(fd: fd, arrivesAtAnyEvent: options.nchanWithoutMessage))
                 _ = cepoll_add(epoll, fd, CEPOLL_OUT | CEPOLL_IN | CEPOLL_RDHUP, UInt64(index))
             }
             let count = tokens.withUnsafeMutableBufferPointer { tokens in
@@ -160,7 +174,8 @@ struct Fanout {
         report.seconds["connecting"] = Date().timeIntervalSince(first)
         let rssHeld = server.rssKiB
         let myRSSHeld = me.rssKiB
-        let cpuConnected = server.cpuSeconds
+        let cpuSplitConnected = server.cpu
+        let cpuConnected = cpuSplitConnected.user + cpuSplitConnected.system
         report.server["threads"] = Double(server.threads)
 
         // Idle: heartbeats only.
@@ -172,7 +187,8 @@ struct Fanout {
         report.server["rssKiBBefore"] = Double(rssBefore)
         report.server["rssKiBHeld"] = Double(rssHeld)
         report.server["rssKiBPerSubscriber"] = connected > 0 ? (Double(rssHeld - rssBefore) / Double(connected) * 100).rounded() / 100 : 0
-        report.server["cpuSecondsConnecting"] = cpuConnected - cpuBefore
+        report.server["cpuSecondsConnecting"] = cpuConnected - cpuBefore.user - cpuBefore.system
+        report.server["cpuSecondsConnectingInKernel"] = cpuSplitConnected.system - cpuBefore.system
         report.server["cpuSecondsIdle"] = cpuIdle
         report.server["idleCpuFractionOfCore"] = options.idleSeconds > 0 ? cpuIdle / options.idleSeconds : 0
 
@@ -193,6 +209,7 @@ struct Fanout {
         let bidTimes = Mutex<[Double]>([])
         let answers = Mutex((answered: 0, accepted: 0))
         let pipelined = options.pipelined
+        let nchan = options.nchan
         Thread.detachNewThread {
             // The bids' answers are timed on this thread, which shares its core with the busy reader:
             // ahead of it (when allowed), the timing is the server's, not the wait for the core.
@@ -210,7 +227,10 @@ struct Fanout {
                     let sent = Date().timeIntervalSince1970
                     sendTimes.withLock { $0[amount] = sent }
                     let target = auctions[amount % auctions.count]
-                    let status = (try? client.request("POST", "/auctions/\(target)/bids", json: #"{"bidder":"bench","amount":\#(amount)}"#))?.status
+                    let body = #"{"bidder":"bench","amount":\#(amount)}"#
+                    let status = nchan
+                        ? (try? client.request("POST", "/pub/\(target)", json: body, headers: ["X-EventSource-Event: bid"]))?.status
+                        : (try? client.request("POST", "/auctions/\(target)/bids", json: body))?.status
                     let took = (Date().timeIntervalSince1970 - sent) * 1000
                     bidTimes.withLock { $0.append(took) }
                     answers.withLock { answers in

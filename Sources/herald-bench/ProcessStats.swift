@@ -9,12 +9,16 @@ struct ProcessStats {
     var threads: Int { status("Threads") ?? 0 }
 
     /// User plus system CPU seconds so far.
-    var cpuSeconds: Double {
+    var cpuSeconds: Double { cpu.user + cpu.system }
+
+    /// User and system (kernel) CPU seconds so far.
+    var cpu: (user: Double, system: Double) {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return 0 }
+              let close = text.lastIndex(of: ")") else { return (0, 0) }
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return (0, 0) }
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (user / ticks, system / ticks)
     }
 
     private func status(_ field: String) -> Int? {

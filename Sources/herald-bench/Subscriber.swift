@@ -3,7 +3,7 @@ import Foundation
 /// One SSE subscriber's parser: HTTP head, chunked framing, then SSE fields, byte by byte, without
 /// building strings for events it does not need.
 struct Subscriber {
-    enum Phase { case connecting, head, chunkSize, chunkData(Int), chunkEnd, closed }
+    enum Phase { case connecting, head, chunkSize, chunkData(Int), chunkEnd, identity, closed }
 
     let fd: Int32
     var phase = Phase.connecting
@@ -16,6 +16,12 @@ struct Subscriber {
     var lost = 0
     var duplicated = 0
     var outOfOrder = 0
+    /// `resync` events: a resume that found its id no longer kept.
+    var resyncs = 0
+    /// Whole snapshots received (a resume that replays gets none).
+    var snapshots = 0
+    /// The connection's status line came (with any status).
+    var answered: Bool { status != 0 }
     private var pending: [UInt8] = []
     private var line: [UInt8] = []
     private var eventName: [UInt8] = []
@@ -23,7 +29,20 @@ struct Subscriber {
     private var amount = -1
     private var snapshotContinues = false
 
-    init(fd: Int32) { self.fd = fd }
+    /// Arrived at the first event of any kind, even nchan's `: hi` comment (for `--nchan-without-message`).
+    let arrivesAtAnyEvent: Bool
+
+    init(fd: Int32, arrivesAtAnyEvent: Bool = false) {
+        self.fd = fd
+        self.arrivesAtAnyEvent = arrivesAtAnyEvent
+    }
+
+    /// The same client on a new connection: what it saw is kept, the parser starts afresh.
+    init(fd: Int32, resuming previous: Subscriber) {
+        self.init(fd: fd, arrivesAtAnyEvent: previous.arrivesAtAnyEvent)
+        (gotSnapshot, lastAmount, lastId, received) = (previous.gotSnapshot, previous.lastAmount, previous.lastId, previous.received)
+        (lost, duplicated, outOfOrder, resyncs, snapshots) = (previous.lost, previous.duplicated, previous.outOfOrder, previous.resyncs, previous.snapshots)
+    }
 
     /// Feeds received bytes; calls `onBid(amount)` for every bid event dispatched.
     mutating func feed(_ bytes: UnsafeRawBufferPointer, onBid: (Int) -> Void) {
@@ -35,7 +54,8 @@ struct Subscriber {
             status = head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
             let rest = Array(pending[(end + 4)...])
             pending = []
-            phase = .chunkSize
+            // Herald frames a stream in chunks; nchan writes it as it is, until the connection closes.
+            phase = head.lowercased().contains("transfer-encoding: chunked") ? .chunkSize : .identity
             rest.withUnsafeBytes { feed($0, onBid: onBid) }
             return
         }
@@ -59,6 +79,9 @@ struct Subscriber {
             case .chunkEnd:
                 if bytes[index] == 10 { phase = .chunkSize }
                 index += 1
+            case .identity:
+                sse(UnsafeRawBufferPointer(rebasing: bytes[index...]), onBid: onBid)
+                return
             case .closed, .connecting, .head:
                 return
             }
@@ -91,8 +114,12 @@ struct Subscriber {
         } else if line.starts(with: Self.event) {
             eventName = Array(line[Self.event.count...])
         } else if line.starts(with: Self.id) {
+            // Herald's ids are numbers; nchan's are `seconds:tag`, of which the seconds are enough here.
             var value: UInt64 = 0
-            for byte in line[Self.id.count...] where byte >= 48 && byte <= 57 { value = value * 10 + UInt64(byte - 48) }
+            for byte in line[Self.id.count...] {
+                guard byte >= 48 && byte <= 57 else { break }
+                value = value * 10 + UInt64(byte - 48)
+            }
             eventId = value
         } else if line.starts(with: Self.data), eventName == Self.snapshot {
             // A large collection's snapshot comes in several events: it is whole at the one without more.
@@ -130,7 +157,12 @@ struct Subscriber {
             if eventId < lastId { outOfOrder += 1 }
             lastId = max(lastId, eventId)
         }
-        if eventName == Self.snapshot, !snapshotContinues { gotSnapshot = true }
+        if eventName == Self.snapshot, !snapshotContinues {
+            gotSnapshot = true
+            snapshots += 1
+        }
+        if eventName == Self.resync { resyncs += 1 }
+        if arrivesAtAnyEvent { gotSnapshot = true }
         guard eventName == Self.bid || eventName == Self.auction, amount >= 0 else { return }
         if amount <= lastAmount {
             duplicated += 1
@@ -150,5 +182,6 @@ struct Subscriber {
     static let auction = Array("auction".utf8)
     static let more = Array("\"more\":true".utf8)
     static let snapshot = Array("snapshot".utf8)
+    static let resync = Array("resync".utf8)
     static let amountKey = Array("\"amount\":".utf8)
 }
