@@ -55,6 +55,13 @@ static inline uint16_t cmhd_bound_port(struct MHD_Daemon *daemon)
     return info == NULL ? 0 : info->port;
 }
 
+/// The listening socket, or -1.
+static inline int cmhd_listen_fd(struct MHD_Daemon *daemon)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    return info == NULL ? -1 : info->listen_fd;
+}
+
 /// The connection's socket, or -1.
 static inline int cmhd_connection_fd(struct MHD_Connection *connection)
 {

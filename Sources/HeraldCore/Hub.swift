@@ -49,7 +49,10 @@ public final class Hub: Sendable {
     }
 
     struct Subject {
-        var value: [UInt8]?
+        var value: [UInt8]? { didSet { snapshot = nil } }
+        /// The value as the snapshot event last made of it, shared by the observers that arrive before
+        /// the next event (its id and order are the hub's then); dropped with the last observer.
+        var snapshot: Event?
         var collection: Collection?
         var lastEventId: UInt64 = 0
         var observers: [UInt64: Observer] = [:]
@@ -190,6 +193,17 @@ public final class Hub: Sendable {
                 state.subjects[update.topic]?.value = update.value
                 state.subjects[update.topic]?.valueWhileObserved = true
             }
+        }
+    }
+
+    /// The same for one subject, whose value `value` makes only when the subject is observed (under
+    /// the hub's lock): presence's value changes at every stream that opens or closes, and is
+    /// rarely watched.
+    public func setWhileObserved(_ topic: String, value: () -> [UInt8]) {
+        state.withLock { state in
+            guard state.subjects[topic]?.observers.isEmpty == false else { return }
+            state.subjects[topic]?.value = value()
+            state.subjects[topic]?.valueWhileObserved = true
         }
     }
 
@@ -445,6 +459,7 @@ public final class Hub: Sendable {
             // In place: a copy of the subject would copy its whole observer table, once per observer leaving.
             guard state.subjects[topic]?.observers.removeValue(forKey: observer.id) != nil else { continue }
             removed = true
+            if state.subjects[topic]?.observers.isEmpty == true { state.subjects[topic]?.snapshot = nil }
             // A subject with no value (or one kept only while observed) and no observers is forgotten, so
             // names a client makes up cost nothing once it leaves.
             if let subject = state.subjects[topic], subject.value == nil || subject.valueWhileObserved, subject.collection == nil,
@@ -516,7 +531,13 @@ public final class Hub: Sendable {
                 let (id, order) = (state.sequence, state.order)
                 events += state.subjects[topic]?.collection?.snapshot(topic, filter: filter, id: id, order: order, encoder: encoder) ?? []
             } else if let value = state.subjects[topic]?.value {
-                events.append(Event(id: state.sequence, order: state.order, topic: topic, name: .snapshot, data: value, encoder: encoder))
+                if let made = state.subjects[topic]?.snapshot, made.id == state.sequence, made.order == state.order {
+                    events.append(made)
+                } else {
+                    let event = Event(id: state.sequence, order: state.order, topic: topic, name: .snapshot, data: value, encoder: encoder)
+                    state.subjects[topic]?.snapshot = event
+                    events.append(event)
+                }
             }
         }
         return events

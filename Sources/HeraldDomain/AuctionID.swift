@@ -19,8 +19,9 @@ public protocol NumberedID: Hashable, Comparable, Sendable, CustomStringConverti
 
 extension NumberedID {
     /// The one `text` names: 1 to 18 decimal digits, without a leading zero. Anything else names none
-    /// (`01`, `1.0`, `-1`, `x`), so it is nil and the caller answers 404.
-    public init?(_ text: some StringProtocol) {
+    /// (`01`, `1.0`, `-1`, `x`), so it is nil and the caller answers 404. (Inlinable: unspecialized,
+    /// the generic reading cost more than the rest of a topic's check.)
+    @inlinable public init?(_ text: some StringProtocol) {
         let utf8 = text.utf8
         guard (1...18).contains(utf8.count), let first = utf8.first, first != UInt8(ascii: "0") else { return nil }
         var number = 0

@@ -120,6 +120,13 @@ static inline int clinux_connect_ipv4_from(const char *host, uint16_t port, int 
     return fd;
 }
 
+/// Nagle off on a listening socket, which every socket it accepts inherits (Linux): 0, or -1.
+static inline int clinux_no_delay(int fd)
+{
+    int on = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+}
+
 /// Sends small writes at once: Nagle off, no cork left from an earlier response.
 static inline void clinux_send_immediately(int fd)
 {

@@ -28,6 +28,8 @@ final class ConnectionTable: Sendable {
         var idleSince: ContinuousClock.Instant?
         /// Shut down already (past its deadline, or closed to make room): not again.
         var closing = false
+        /// A request on it was answered: libmicrohttpd may have set its socket's options since.
+        var answered = false
     }
 
     private struct State {
@@ -76,7 +78,14 @@ final class ConnectionTable: Sendable {
         update(connection) { entry in
             entry.deadline = deadline
             entry.idleSince = now
+            entry.answered = true
         }
+    }
+
+    /// The connection's peer address as it started, and whether a request on it was answered before.
+    /// Nil for a connection the table does not hold.
+    func arrival(_ connection: OpaquePointer) -> (address: String, answered: Bool)? {
+        state.withLock { state in state.entries[UInt(bitPattern: connection)].map { ($0.address, $0.answered) } }
     }
 
     /// The head is in: what follows (the body, the answer) is not a head's business.

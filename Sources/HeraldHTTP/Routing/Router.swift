@@ -78,7 +78,8 @@ public struct Router: Sendable {
     /// Runs the matching handler; routing failures and thrown problems become problem responses.
     /// `OPTIONS` is answered here for every path: 204 with `Allow` (CORS adds its preflight headers).
     public func respond(to request: Request) -> Response {
-        let printablePath = RequestGuard.printable(request.path)
+        // Only an error shows the path (made printable, which costs as much as the match).
+        var printablePath: String { RequestGuard.printable(request.path) }
         switch match(method: request.method, segments: request.segments) {
         case .notFound:
             return Problem(status: .notFound, detail: "no resource at \(printablePath)").response

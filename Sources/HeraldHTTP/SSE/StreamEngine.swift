@@ -135,7 +135,7 @@ public final class StreamEngine: Sendable {
     /// engine is woken once `hold` (the request thread's) is released. Throws, and closes nothing,
     /// when the engine or the client's share is full, or it is stopped.
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
-             start: [UInt8], hold: WakeHold? = nil) throws(Refusal) {
+             start: [UInt8], hold: WakeHold? = nil, asAccepted: Bool = false) throws(Refusal) {
         let taken = clients.withLock { clients -> Bool in
             guard clients[client, default: 0] < perClientLimit ?? Int.max else { return false }
             clients[client, default: 0] += 1
@@ -148,7 +148,8 @@ public final class StreamEngine: Sendable {
             throw .full
         }
         let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
-                                 framing: framing, feed: feed, client: client, requestID: requestID, path: path, start: start)
+                                 framing: framing, feed: feed, client: client, requestID: requestID, path: path, start: start,
+                                 asAccepted: asAccepted)
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
         feed.setWaker { [self] _ in wake(stream) }
         let added = inbox.withLock { inbox -> Bool in
@@ -302,7 +303,8 @@ public final class StreamEngine: Sendable {
     }
 
     private func register(_ stream: EventStream) {
-        clinux_send_immediately(stream.socket)
+        // Two system calls saved on a socket whose options are as accepted (Nagle off from the listener).
+        if !stream.asAccepted { clinux_send_immediately(stream.socket) }
         guard cepoll_add(epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
             stream.closed = true
             close(stream.socket)
@@ -399,7 +401,8 @@ public final class StreamEngine: Sendable {
         guard !stream.blocked else { return }
         for _ in 0..<4 {
             if stream.hasPending {
-                guard stream.write() else {
+                // While first events remain untaken, the next take has some: this write is not the last.
+                guard stream.write(more: stream.feed.catchingUp) else {
                     drop(stream, .clientLeft)
                     return
                 }

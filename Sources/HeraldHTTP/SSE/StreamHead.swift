@@ -1,5 +1,6 @@
 import Glibc
 import HTTPTypes
+import Synchronization
 
 /// The response head of an SSE stream or a held answer, which the stream engine writes itself.
 enum StreamHead {
@@ -10,14 +11,37 @@ enum StreamHead {
     }
 
     /// The status line, a `Date`, `headers`, then `framing` (the fields that say where the body ends)
-    /// and the blank line.
+    /// and the blank line. Written as bytes, with the date made once a second: every stream's arrival
+    /// makes one.
     static func bytes(status: HTTPResponse.Status, headers: HTTPFields, framing: String, now: time_t = time(nil)) -> [UInt8] {
-        var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nDate: \(httpDate(now))\r\n"
+        var head: [UInt8] = []
+        head.reserveCapacity(512)
+        head.append(contentsOf: "HTTP/1.1 ".utf8)
+        head.append(contentsOf: String(status.code).utf8)
+        head.append(0x20)
+        head.append(contentsOf: status.reasonPhrase.utf8)
+        head.append(contentsOf: "\r\nDate: ".utf8)
+        head.append(contentsOf: date(now))
+        head.append(contentsOf: "\r\n".utf8)
         for field in headers {
-            head += "\(field.name.rawName): \(field.value)\r\n"
+            head.append(contentsOf: field.name.rawName.utf8)
+            head.append(contentsOf: ": ".utf8)
+            head.append(contentsOf: field.value.utf8)
+            head.append(contentsOf: "\r\n".utf8)
         }
-        head += framing + "\r\n\r\n"
-        return Array(head.utf8)
+        head.append(contentsOf: framing.utf8)
+        head.append(contentsOf: "\r\n\r\n".utf8)
+        return head
+    }
+
+    /// The last second's `Date` value, as bytes.
+    private static let lastDate = Mutex<(seconds: time_t, bytes: [UInt8])>((-1, []))
+
+    private static func date(_ seconds: time_t) -> [UInt8] {
+        lastDate.withLock { last in
+            if last.seconds != seconds { last = (seconds, Array(httpDate(seconds).utf8)) }
+            return last.bytes
+        }
     }
 
     /// An IMF-fixdate (RFC 9110, 5.6.7), such as `Sun, 06 Nov 1994 08:49:37 GMT`.

@@ -117,7 +117,7 @@ extension HTTPServer {
         var taken = 0
         if socket >= 0, writesHead {
             var body = EventStream.buffer()
-            body.append(contentsOf: SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds))
+            body.append(contentsOf: streamPreamble)
             _ = feed.take(into: &body, limit: EventStream.laggingWriteSize)
             taken = feed.eventsTaken
             let offset = EventStream.frame(&body, framing)
@@ -127,7 +127,7 @@ extension HTTPServer {
         if socket >= 0 {
             do throws(StreamEngine.Refusal) {
                 try streams.add(socket: socket, framing: framing, feed: feed, client: context.client, requestID: context.id,
-                                path: context.target?.path ?? "-", start: start, hold: requestHold)
+                                path: context.target?.path ?? "-", start: start, hold: requestHold, asAccepted: context.socketAsAccepted)
                 report(200, method: method, context: context, isStream: true)
                 // The first events (snapshot or replay) go out with the head.
                 if let observer, taken > 0 { observer.delivered(taken) }

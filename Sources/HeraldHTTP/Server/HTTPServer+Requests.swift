@@ -1,6 +1,7 @@
 import CLinux
 import CMicroHTTPD
 import HTTPTypes
+import Synchronization
 
 // Reading a request: its head checked before the body, its body gathered, then the handler's answer.
 // All on the daemon's thread, from `accessCallback`.
@@ -23,7 +24,10 @@ extension HTTPServer {
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
             context.head = Self.fields(head)
             context.id = requestIDs.id(for: context.head[values: .requestID].first)
-            context.client = client(of: connection, head: context.head)
+            let arrival = connections.arrival(connection)
+            context.client = client(of: connection, peer: arrival?.address, head: context.head)
+            // Its socket's options are as accepted (Nagle off, never corked) while nothing was answered on it.
+            context.socketAsAccepted = arrival?.answered == false && acceptsWithoutDelay.load(ordering: .relaxed)
             if cmhd_head_hides_bytes(connection, method, version) != 0 {
                 // RFC 9110 §5.5: a value with NUL (read up to it, `Content-Length: 2\0NN` is 2), CR or
                 // LF would be read one way here and another by a proxy in front.
@@ -123,8 +127,8 @@ extension HTTPServer {
     }
 
     /// The connection's peer, or behind a trusted proxy the client it forwards for.
-    private func client(of connection: OpaquePointer, head: HTTPFields) -> String {
-        let peer = Self.peer(of: connection)
+    private func client(of connection: OpaquePointer, peer known: String?, head: HTTPFields) -> String {
+        let peer = known ?? Self.peer(of: connection)
         guard !clients.trustedProxies.isEmpty else { return peer }
         return clients.client(peer: peer, forwardedFor: head[values: .xForwardedFor])
     }

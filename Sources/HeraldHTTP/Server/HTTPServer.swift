@@ -1,3 +1,4 @@
+import CLinux
 import CMicroHTTPD
 import Foundation
 import HeraldJSON
@@ -15,6 +16,8 @@ public final class HTTPServer: Sendable {
     }
 
     public let configuration: HTTPServerConfiguration
+    /// What every stream starts with (`SSEEncoder.preamble`), made once.
+    let streamPreamble: [UInt8]
     let handler: @Sendable (Request) -> Response
     let logger: Logger
     /// Told of every answer and stream (metrics, the access log); nil: nobody.
@@ -41,6 +44,8 @@ public final class HTTPServer: Sendable {
     let roomyConnections: Int, roomyDescriptors: Int
     private let daemon = Lock<Daemon?>(nil)
     private let boundPort = Atomic<Int>(0)
+    /// The listening socket has Nagle off, so every socket it accepts starts so (`clinux_no_delay`).
+    let acceptsWithoutDelay = Atomic<Bool>(false)
     /// Set when stopping begins: new streams are refused, so every stream can be ended before the daemon stops.
     let draining = Atomic<Bool>(false)
 
@@ -48,6 +53,7 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, logger: Logger, observer: (any HTTPObserver)? = nil,
                 handler: @escaping @Sendable (Request) -> Response) {
         self.configuration = configuration
+        streamPreamble = SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds)
         self.logger = logger
         self.observer = observer
         self.handler = handler
@@ -106,6 +112,7 @@ public final class HTTPServer: Sendable {
         daemon.withLock { $0 = Daemon(raw: raw) }
         let port = Int(cmhd_bound_port(raw))
         boundPort.store(port, ordering: .relaxed)
+        acceptsWithoutDelay.store(clinux_no_delay(cmhd_listen_fd(raw)) == 0, ordering: .relaxed)
         guardState.withLock { $0 = RequestGuard(allowedHosts: configuration.allowedHosts, port: port) }
         // Each second: connections past their deadlines go, and when room is short, the longest idle
         // (a connection libmicrohttpd holds at its limit accepts no other that would close them).

@@ -11,6 +11,8 @@ final class RequestContext {
     var head = HTTPFields()
     /// The client's address (see `ClientResolver`), read with the head.
     var client = "-"
+    /// The socket's options are still as accepted: a stream need not set them again.
+    var socketAsAccepted = false
     /// The access handler has seen the head (its first call is over).
     var started = false
     /// When the head was read: a request's duration is counted from here.

@@ -87,20 +87,43 @@ final class Presence: Sendable {
     }
 
     private func change(_ topics: [String], by delta: Int, subject: String?) {
+        guard let subject else {
+            // Anonymous: only the count moves, which goes out at the next tick; no user joins or leaves.
+            state.withLock { state in
+                for topic in topics { count(topic, by: delta, in: &state) }
+            }
+            return
+        }
         let now = clock.now
         state.withLock { state in
             for topic in topics {
                 var counts = state.local[topic, default: Counts()]
                 counts.watchers += delta
-                if let subject {
-                    var visit = counts.users[subject] ?? Visit(streams: 0, since: now)
-                    visit.streams += delta
-                    counts.users[subject] = visit.streams > 0 ? visit : nil
-                }
+                var visit = counts.users[subject] ?? Visit(streams: 0, since: now)
+                visit.streams += delta
+                counts.users[subject] = visit.streams > 0 ? visit : nil
                 state.local[topic] = counts.isEmpty ? nil : counts
                 if exchanged { state.changed.insert(topic) }
                 reconcile(topic, in: &state, at: now)
             }
+        }
+    }
+
+    /// An anonymous stream on `topic` opened or closed: what `reconcile` does when no user changed,
+    /// without copying the topic's users (every stream's arrival and departure comes here).
+    private func count(_ topic: String, by delta: Int, in state: inout State) {
+        state.local[topic, default: Counts()].watchers += delta
+        let watchers = state.local[topic]?.watchers ?? 0
+        if state.local[topic]?.isEmpty == true { state.local[topic] = nil }
+        if exchanged { state.changed.insert(topic) }
+        var all = watchers
+        for replica in state.remote.values { all += replica[topic]?.watchers ?? 0 }
+        state.topics[topic, default: Topic()].watchers = all
+        let presenceTopic = Self.prefix + topic
+        hub.setWhileObserved(presenceTopic) { describe(topic, as: presenceTopic, in: state).bytes }
+        if let subject = state.topics[topic], subject.shown.isEmpty, subject.watchers == 0,
+           subject.sentWatchers == 0 || subject.sentWatchers == nil {
+            state.topics[topic] = nil
         }
     }
 
@@ -198,7 +221,7 @@ final class Presence: Sendable {
     /// limit: then only counts go out).
     private func publish(_ topic: String, _ subject: Topic, _ events: [(EventName, String)], in state: State) {
         let presenceTopic = Self.prefix + topic
-        hub.setWhileObserved([Hub.Update(topic: presenceTopic, value: describe(topic, as: presenceTopic, in: state).bytes)])
+        hub.setWhileObserved(presenceTopic) { describe(topic, as: presenceTopic, in: state).bytes }
         guard !subject.truncated else { return }
         for (name, user) in events {
             let data = JSONValue.object([("topic", .string(presenceTopic)), ("sub", .string(user))]).bytes

@@ -40,12 +40,12 @@ struct EventRoutes: Sendable {
                           added: added.union(values.map(\.topic)), values: values)
         }
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
-        let locale = request.locale
-        let localized = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } }
-            && locale.identifier != Trip.eventLocale.identifier
+        // (Read only then: a Locale costs more than the rest of the head.)
+        let locale = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } } ? request.locale : nil
+        let localized = locale.map { $0.identifier != Trip.eventLocale.identifier } ?? false
         // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
         let lease = token.map { leases.open(subject: $0.subject, topics: topics, expires: $0.expires) }
-        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? TripLocalizer(locale: locale) : nil,
+        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? locale.map { TripLocalizer(locale: $0) } : nil,
                                              lease: lease, leases: leases, closed: presence.opened(topics, subject: token?.subject)))
     }
 
