@@ -268,7 +268,8 @@ struct HeraldServe: ParsableCommand {
         configuration.accessLog = !noAccessLog
         // The access lines at `info`, as the logger would write them, but formatted by hand and
         // written in batches off the request threads (BENCHMARKS.md "The access log's cost").
-        if !noAccessLog, level <= .info { configuration.accessLines = AccessLog(format: json ? .json : .text) }
+        // Access lines, and the lines of streams opening and closing (written even without access lines).
+        if level <= .info { configuration.accessLines = AccessLog(format: json ? .json : .text) }
         do {
             configuration.tokenKey = try tokenKey()
         } catch {

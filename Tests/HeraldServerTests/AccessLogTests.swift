@@ -15,7 +15,24 @@ import Testing
                  requestID: "r\"9", client: "::1", isStream: false),
         Exchange(method: "POST", path: "/auctions", route: "/auctions", status: 201, duration: .microseconds(20),
                  requestID: "x", client: "10.0.0.1", isStream: false),
+        Exchange(method: "GET", path: "/auctions/1/events", route: "/auctions/{id}/events", status: 200, duration: .microseconds(310),
+                 requestID: "s\u{7}1", client: "127.0.0.1", isStream: true),
     ]
+
+    static let summaries = [
+        StreamSummary(requestID: "s1", client: "127.0.0.1", path: "/auctions/1/events", duration: .seconds(61), events: 12, end: .clientLeft),
+        StreamSummary(requestID: "q\"", client: "::1", path: "/units/\u{1B}é", duration: .microseconds(7), events: 0, end: .shutdown),
+    ]
+
+    /// The message the logger's line had.
+    static func message(_ exchange: Exchange) -> String { exchange.isStream ? "stream opened" : "request" }
+
+    /// The metadata `Telemetry.streamEnded` gave the logger.
+    static func metadata(_ summary: StreamSummary) -> Logger.Metadata {
+        ["http.request_id": "\(summary.requestID)", "http.path": "\(summary.path)", "http.client": "\(summary.client)",
+         "stream.duration_ms": "\(Telemetry.milliseconds(summary.duration))", "stream.events": "\(summary.events)",
+         "stream.end": "\(summary.end.rawValue)"]
+    }
 
     static func metadata(_ exchange: Exchange) -> Logger.Metadata {
         ["http.request_id": "\(exchange.requestID)", "http.method": "\(exchange.method)", "http.path": "\(exchange.path)",
@@ -29,10 +46,17 @@ import Testing
         for exchange in Self.exchanges {
             for milliseconds in [0, 7, 42, 999] {
                 let time = Date(timeIntervalSince1970: Double(second) + Double(milliseconds) / 1000 + 0.0004)
-                let expected = JSONLogHandler.line(time: time, level: .info, message: "request", label: "herald", metadata: Self.metadata(exchange))
+                let expected = JSONLogHandler.line(time: time, level: .info, message: Self.message(exchange), label: "herald",
+                                                   metadata: Self.metadata(exchange))
                 let line = AccessLog.line(exchange, second: second, milliseconds: milliseconds, format: .json)
                 #expect(line == expected, "\(String(decoding: line, as: UTF8.self)) vs \(String(decoding: expected, as: UTF8.self))")
             }
+        }
+        for summary in Self.summaries {
+            let time = Date(timeIntervalSince1970: Double(second) + 0.0424)
+            let expected = JSONLogHandler.line(time: time, level: .info, message: "stream closed", label: "herald", metadata: Self.metadata(summary))
+            let line = AccessLog.line(summary, second: second, milliseconds: 42, format: .json)
+            #expect(line == expected, "\(String(decoding: line, as: UTF8.self)) vs \(String(decoding: expected, as: UTF8.self))")
         }
     }
 
@@ -46,11 +70,17 @@ import Testing
         var buffer = [Int8](repeating: 0, count: 64)
         let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
         let stamp = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        func fields(_ metadata: Logger.Metadata) -> String {
+            metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\(EscapingLogHandler.escaped("\($0.value)"))" }.joined(separator: " ")
+        }
         for exchange in Self.exchanges {
-            let fields = Self.metadata(exchange).sorted { $0.key < $1.key }
-                .map { "\($0.key)=\(EscapingLogHandler.escaped("\($0.value)"))" }.joined(separator: " ")
-            let expected = "\(stamp) info herald: \(fields) [HeraldServer] request\n"
+            let expected = "\(stamp) info herald: \(fields(Self.metadata(exchange))) [HeraldServer] \(Self.message(exchange))\n"
             let line = String(decoding: AccessLog.line(exchange, second: second, milliseconds: 5, format: .text), as: UTF8.self)
+            #expect(line == expected)
+        }
+        for summary in Self.summaries {
+            let expected = "\(stamp) info herald: \(fields(Self.metadata(summary))) [HeraldServer] stream closed\n"
+            let line = String(decoding: AccessLog.line(summary, second: second, milliseconds: 5, format: .text), as: UTF8.self)
             #expect(line == expected)
         }
     }
@@ -101,5 +131,30 @@ import Testing
         } else {
             Issue.record("no 'herald stopped' or no last-299 in the log")
         }
+    }
+}
+
+extension AccessLogTests {
+    /// Without access lines, a stream's opening and closing lines are still written (by the same
+    /// writer), and requests have none.
+    @Test(arguments: [["--log-format", "text"], ["--log-format", "json"]])
+    func streamLinesWithoutAccessLines(_ format: [String]) throws {
+        let herald = try HeraldProcess(arguments: format + ["--no-access-log"])
+        let client = HTTPClient(port: herald.port)
+        #expect(try client.request("GET", "/currency", headers: [("X-Request-ID", "read-1")]).status == 200)
+        let stream = try SSEClient(port: herald.port, path: "/currency/events", headers: [("X-Request-ID", "watch-1")])
+        #expect(try stream.next().event == "snapshot")
+        stream.close()
+        let quote = format[1] == "json" ? "\"" : ""
+        #expect(eventually { herald.log.text.contains("stream closed") })
+        herald.process.terminate()
+        herald.process.waitUntilExit()
+        let lines = herald.log.text.split(separator: "\n")
+        let watch = lines.filter { $0.contains("watch-1") }
+        #expect(watch.count == 2, "\(watch)")
+        #expect(watch.first?.contains("stream opened") == true)
+        #expect(watch.last?.contains("stream closed") == true && watch.last?.contains("client left") == true)
+        #expect(watch.first?.contains("http.route\(quote == "" ? "=" : "\":\"")/currency/events") == true, "\(watch)")
+        #expect(!lines.contains { $0.contains("read-1") }, "no access line with --no-access-log")
     }
 }

@@ -4,7 +4,7 @@ import HeraldJSON
 import HeraldThreads
 import Logging
 
-/// The access log: a line per answered request, formatted by hand into bytes (no metadata dictionary,
+/// The access log: a line per answered request, and the lines of streams opening and closing, formatted by hand into bytes (no metadata dictionary,
 /// no string interpolation, the timestamp made once a second) and written in batches by a thread of
 /// its own, off the request threads. A line is written within `delay` (200 ms) of its request; `flush`
 /// writes what is pending at once, and `Herald.stop()` calls it, so nothing is lost at SIGTERM.
@@ -60,8 +60,17 @@ public final class AccessLog: Sendable {
         if !bytes.isEmpty { output.write(bytes) }
     }
 
-    /// Adds `exchange`'s line.
+    /// Adds `exchange`'s line: `request`, or `stream opened` for a stream.
     public func record(_ exchange: Exchange) {
+        add(message: Self.message(exchange), fields: Self.fields(exchange))
+    }
+
+    /// Adds a `stream closed` line.
+    public func record(_ summary: StreamSummary) {
+        add(message: "stream closed", fields: Self.fields(summary))
+    }
+
+    private func add(message: String, fields: [(key: String, value: String)]) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let (wasEmpty, filled) = pending.withLock { pending -> (Bool, Bool) in
@@ -70,7 +79,8 @@ public final class AccessLog: Sendable {
                 pending.second = now.tv_sec
                 pending.stamp = Self.stamp(second: now.tv_sec, format: format)
             }
-            Self.append(exchange, stamp: pending.stamp, milliseconds: Int(now.tv_nsec / 1_000_000), format: format, to: &pending.bytes)
+            Self.append(message: message, fields: fields, stamp: pending.stamp, milliseconds: Int(now.tv_nsec / 1_000_000),
+                        format: format, to: &pending.bytes)
             return (before == 0, before < highWater && pending.bytes.count >= highWater)
         }
         if wasEmpty { wake.signal() }
@@ -79,50 +89,65 @@ public final class AccessLog: Sendable {
 
     /// `exchange`'s line at `second` and `milliseconds` past it, as `record` writes it.
     public static func line(_ exchange: Exchange, second: Int, milliseconds: Int, format: Format) -> [UInt8] {
+        line(message: message(exchange), fields: fields(exchange), second: second, milliseconds: milliseconds, format: format)
+    }
+
+    /// `summary`'s `stream closed` line, as `record` writes it.
+    public static func line(_ summary: StreamSummary, second: Int, milliseconds: Int, format: Format) -> [UInt8] {
+        line(message: "stream closed", fields: fields(summary), second: second, milliseconds: milliseconds, format: format)
+    }
+
+    private static func line(message: String, fields: [(key: String, value: String)], second: Int, milliseconds: Int, format: Format) -> [UInt8] {
         var bytes: [UInt8] = []
-        append(exchange, stamp: stamp(second: second, format: format), milliseconds: milliseconds, format: format, to: &bytes)
+        append(message: message, fields: fields, stamp: stamp(second: second, format: format), milliseconds: milliseconds,
+               format: format, to: &bytes)
         return bytes
     }
 
-    private static func append(_ exchange: Exchange, stamp: [UInt8], milliseconds: Int, format: Format, to bytes: inout [UInt8]) {
-        let duration = Self.milliseconds(exchange.duration)
+    private static func message(_ exchange: Exchange) -> String { exchange.isStream ? "stream opened" : "request" }
+
+    /// The metadata the logger's line had, sorted by key as both handlers write it.
+    private static func fields(_ exchange: Exchange) -> [(key: String, value: String)] {
+        [("http.client", exchange.client), ("http.duration_ms", String(decoding: milliseconds(exchange.duration), as: UTF8.self)),
+         ("http.method", exchange.method), ("http.path", exchange.path), ("http.request_id", exchange.requestID),
+         ("http.route", exchange.route ?? "-"), ("http.status", String(exchange.status))]
+    }
+
+    private static func fields(_ summary: StreamSummary) -> [(key: String, value: String)] {
+        [("http.client", summary.client), ("http.path", summary.path), ("http.request_id", summary.requestID),
+         ("stream.duration_ms", String(decoding: milliseconds(summary.duration), as: UTF8.self)),
+         ("stream.end", summary.end.rawValue), ("stream.events", String(summary.events))]
+    }
+
+    private static func append(message: String, fields: [(key: String, value: String)], stamp: [UInt8], milliseconds: Int,
+                               format: Format, to bytes: inout [UInt8]) {
         switch format {
         case .text:
             bytes += stamp
-            bytes.append(contentsOf: " info herald: http.client=".utf8)
-            Self.text(exchange.client, into: &bytes)
-            bytes.append(contentsOf: " http.duration_ms=".utf8)
-            bytes += duration
-            bytes.append(contentsOf: " http.method=".utf8)
-            Self.text(exchange.method, into: &bytes)
-            bytes.append(contentsOf: " http.path=".utf8)
-            Self.text(exchange.path, into: &bytes)
-            bytes.append(contentsOf: " http.request_id=".utf8)
-            Self.text(exchange.requestID, into: &bytes)
-            bytes.append(contentsOf: " http.route=".utf8)
-            Self.text(exchange.route ?? "-", into: &bytes)
-            bytes.append(contentsOf: " http.status=".utf8)
-            bytes.append(contentsOf: String(exchange.status).utf8)
-            bytes.append(contentsOf: " [HeraldServer] request\n".utf8)
+            bytes.append(contentsOf: " info herald:".utf8)
+            for (key, value) in fields {
+                bytes.append(0x20)
+                bytes.append(contentsOf: key.utf8)
+                bytes.append(0x3D)
+                Self.text(value, into: &bytes)
+            }
+            bytes.append(contentsOf: " [HeraldServer] ".utf8)
+            bytes.append(contentsOf: message.utf8)
+            bytes.append(0x0A)
         case .json:
             bytes.append(contentsOf: #"{"time":""#.utf8)
             bytes += stamp
             bytes += [0x30 + UInt8(milliseconds / 100), 0x30 + UInt8(milliseconds / 10 % 10), 0x30 + UInt8(milliseconds % 10)]
-            bytes.append(contentsOf: #"Z","level":"info","message":"request","logger":"herald","http.client":"#.utf8)
-            Self.json(exchange.client, into: &bytes)
-            bytes.append(contentsOf: #","http.duration_ms":""#.utf8)
-            bytes += duration
-            bytes.append(contentsOf: #"","http.method":"#.utf8)
-            Self.json(exchange.method, into: &bytes)
-            bytes.append(contentsOf: #","http.path":"#.utf8)
-            Self.json(exchange.path, into: &bytes)
-            bytes.append(contentsOf: #","http.request_id":"#.utf8)
-            Self.json(exchange.requestID, into: &bytes)
-            bytes.append(contentsOf: #","http.route":"#.utf8)
-            Self.json(exchange.route ?? "-", into: &bytes)
-            bytes.append(contentsOf: #","http.status":""#.utf8)
-            bytes.append(contentsOf: String(exchange.status).utf8)
-            bytes.append(contentsOf: "\"}\n".utf8)
+            bytes.append(contentsOf: #"Z","level":"info","message":"#.utf8)
+            Self.json(message, into: &bytes)
+            bytes.append(contentsOf: #","logger":"herald""#.utf8)
+            for (key, value) in fields {
+                bytes.append(0x2C)
+                Self.json(key, into: &bytes)
+                bytes.append(0x3A)
+                Self.json(value, into: &bytes)
+            }
+            bytes.append(contentsOf: "}\n".utf8)
         }
     }
 

@@ -22,7 +22,7 @@ final class Telemetry: HTTPObserver {
     func answered(_ exchange: Exchange) {
         metrics?.answered(method: exchange.method, route: exchange.route, status: exchange.status, duration: exchange.duration)
         guard exchange.isStream || accessLog else { return }
-        if !exchange.isStream, let accessLines {
+        if let accessLines {
             accessLines.record(exchange)
             return
         }
@@ -35,6 +35,10 @@ final class Telemetry: HTTPObserver {
 
     func streamEnded(_ summary: StreamSummary) {
         metrics?.streamClosed(reason: summary.end.rawValue, slow: summary.end == .slowConsumer)
+        if let accessLines {
+            accessLines.record(summary)
+            return
+        }
         logger.info("stream closed", metadata: [
             "http.request_id": "\(summary.requestID)", "http.path": "\(summary.path)", "http.client": "\(summary.client)",
             "stream.duration_ms": "\(Self.milliseconds(summary.duration))", "stream.events": "\(summary.events)",
