@@ -78,3 +78,12 @@ line("vanish: seconds until 0 observers (worst round)", [max(r["secondsToZero"] 
 line("5 rounds: RSS at the start (KiB)", [run[0]["rssKiB"] for run in rounds if run[0]["round"] == 0])
 line("5 rounds: RSS after round 1 (KiB)", [next(r["rssKiB"] for r in run if r["round"] == 1) for run in rounds])
 line("5 rounds: RSS after round 5 (KiB)", [run[-1]["rssKiB"] for run in rounds])
+for via, name in (("own", "own addresses"), ("proxy", "one trusted proxy")):
+    pattern = f"storm-{via}-*.json"
+    line(f"storm ({name}): clients refused", figures(pattern, lambda t: sum(json.loads(t)["refused"].values())))
+    line(f"storm ({name}): bids lost + duplicated + out of order + resyncs (of 1,000,000)",
+         figures(pattern, lambda t: sum(json.loads(t)["events"][k] for k in ("lost", "duplicated", "outOfOrder", "resyncs", "snapshotsOnResume"))))
+    line(f"storm ({name}): restart to the last client caught up (s)", figures(pattern, lambda t: round(json.loads(t)["seconds"]["restartToLastCaughtUp"], 2)))
+    line(f"storm ({name}): server CPU per new subscriber (µs)", figures(pattern, js("server.cpuMicrosecondsPerNewSubscriber")))
+    line(f"storm ({name}): server CPU per resumed subscriber (µs)", figures(pattern, js("server.cpuMicrosecondsPerResumedSubscriber")))
+    line(f"storm ({name}): resumed ÷ new", figures(pattern, js("server.resumedOverNew")))

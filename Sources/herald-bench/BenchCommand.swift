@@ -36,8 +36,12 @@ struct BenchCommand: ParsableCommand {
     @Flag(help: "With --nchan: subscribe without the channel's stored message (/sub-new/ID); arrival is the head and nchan's `: hi`.")
     var nchanWithoutMessage = false
 
-    @Option(help: "The reconnect storm: start Herald with this command (on a --data-dir, listening on --port), open --subscribers, SIGTERM it, start it again, bid --storm-bids times, and reconnect everyone with Last-Event-ID within --storm-seconds.")
-    var storm: String?
+    @Flag(help: "The reconnect storm: start the server with the command after --, listening on --port (Herald on a --data-dir), open --subscribers, SIGTERM it, start it again, bid --storm-bids times, and reconnect everyone with Last-Event-ID within --storm-seconds.")
+    var storm = false
+    @Flag(help: "With --storm: the server keeps running; the clients close their connections instead (needed with --nchan, whose messages do not outlive nginx).")
+    var stormWithoutRestart = false
+    @Argument(parsing: .postTerminator, help: "With --storm: the command that starts the server, after --.")
+    var command: [String] = []
     @Option(help: "With --storm: where Herald's output goes.") var stormLog = "/dev/null"
     @Option(help: "With --storm: bids made on the restarted Herald before the clients come back.") var stormBids = 100
     @Option(help: "With --storm: the seconds in which every client reconnects.") var stormSeconds = 1.0
@@ -51,6 +55,8 @@ struct BenchCommand: ParsableCommand {
         guard subscribers >= 0, events > 0, events <= 1_000_000, ramp > 0, sources >= 1, sources <= 250, spread >= 1, spread <= 100_000 else {
             throw ValidationError("events, ramp and sources must be positive, subscribers not negative (sources at most 250)")
         }
+        if storm, command.isEmpty { throw ValidationError("--storm needs the server's command after --") }
+        if storm, nchan, !stormWithoutRestart { throw ValidationError("--storm with --nchan needs --storm-without-restart") }
         if nchan, pipelined || bidPort != nil || heraldClient || path != nil {
             throw ValidationError("--nchan measures the peer's fan-out and arrival only: not with --pipelined, --bid-port, --herald-client or --path")
         }
@@ -64,10 +70,10 @@ struct BenchCommand: ParsableCommand {
     }
 
     func run() throws {
-        if let storm {
-            let options = Storm.Options(command: storm.split(separator: " ").map(String.init), log: stormLog, host: host, port: port,
+        if storm {
+            let options = Storm.Options(command: command, log: stormLog, host: host, port: port,
                                         subscribers: subscribers, bids: stormBids, rampPerSecond: ramp, stormSeconds: stormSeconds,
-                                        timeoutSeconds: timeout, proxy: proxy)
+                                        timeoutSeconds: timeout, proxy: proxy, restart: !stormWithoutRestart, nchan: nchan)
             try print(Self.json(Storm(options: options).run()))
             return
         }

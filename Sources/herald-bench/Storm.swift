@@ -22,6 +22,10 @@ struct Storm {
         /// Every subscriber comes from 127.0.0.2, a trusted proxy, naming its own client in
         /// `X-Forwarded-For`; otherwise each has its own loopback address.
         var proxy = false
+        /// Stop and start the server between; otherwise the clients close their connections.
+        var restart = true
+        /// The server is nginx with nchan (Benchmarks/nchan.conf): a channel, its first message, messages.
+        var nchan = false
     }
 
     struct Report: Encodable {
@@ -41,11 +45,19 @@ struct Storm {
         defer { if first.isRunning { first.terminate() } }
         try waitUntilReady()
         let control = BlockingHTTP(host: options.host, port: options.port)
-        let created = try control.request("POST", "/auctions", json: #"{"item":"storm","countdownSeconds":3600}"#)
-        guard created.status == 201, let auction = created.body.split(separator: "\"").dropFirst(3).first else {
-            throw BenchError("cannot create an auction: \(created.status) \(created.body)")
+        let auction: String
+        if options.nchan {
+            auction = "storm\(getpid())"
+            let published = try control.request("POST", "/pub/\(auction)", json: #"{"amount":0}"#, headers: ["X-EventSource-Event: snapshot"])
+            guard (200..<300).contains(published.status) else { throw BenchError("nchan refused the first message: \(published.status)") }
+        } else {
+            let created = try control.request("POST", "/auctions", json: #"{"item":"storm","countdownSeconds":3600}"#)
+            guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
+                throw BenchError("cannot create an auction: \(created.status) \(created.body)")
+            }
+            auction = String(id)
         }
-        var loop = Loop(options: options, auction: String(auction))
+        var loop = Loop(options: options, auction: auction)
 
         // New subscribers: each gets the snapshot.
         let firstStats = ProcessStats(pid: first.processIdentifier)
@@ -58,14 +70,17 @@ struct Storm {
         report.refused.merge(loop.statuses(), uniquingKeysWith: +)
 
         // SIGTERM: the streams end when the drain does; the clients stay away until the restart.
+        // Without a restart, the clients leave and the same server goes on.
         start = Date()
-        kill(first.processIdentifier, SIGTERM)
-        first.waitUntilExit()
+        if options.restart {
+            kill(first.processIdentifier, SIGTERM)
+            first.waitUntilExit()
+        }
         report.seconds["stopping"] = Date().timeIntervalSince(start)
         loop.closeAll()
 
         let restart = Date()
-        let second = try launch()
+        let second = options.restart ? try launch() : first
         defer { if second.isRunning { second.terminate() } }
         try waitUntilReady()
         report.seconds["restartToReady"] = Date().timeIntervalSince(restart)
@@ -73,7 +88,10 @@ struct Storm {
         let bidder = BlockingHTTP(host: options.host, port: options.port)
         var accepted = 0
         for amount in 1...options.bids {
-            let answer = try bidder.request("POST", "/auctions/\(auction)/bids", json: #"{"bidder":"storm","amount":\#(amount)}"#)
+            let body = #"{"bidder":"storm","amount":\#(amount)}"#
+            let answer = options.nchan
+                ? try bidder.request("POST", "/pub/\(auction)", json: body, headers: ["X-EventSource-Event: bid"])
+                : try bidder.request("POST", "/auctions/\(auction)/bids", json: body)
             if (200..<300).contains(answer.status) { accepted += 1 }
         }
         report.seconds["bids"] = Date().timeIntervalSince(start)
@@ -131,7 +149,9 @@ struct Storm {
     private func waitUntilReady() throws {
         let deadline = Date().addingTimeInterval(options.timeoutSeconds)
         while Date() < deadline {
-            if (try? BlockingHTTP(host: options.host, port: options.port).request("GET", "/health/ready"))?.status == 200 { return }
+            let path = options.nchan ? "/" : "/health/ready"
+            if let status = (try? BlockingHTTP(host: options.host, port: options.port).request("GET", path))?.status,
+               options.nchan ? status > 0 : status == 200 { return }
             Thread.sleep(forTimeInterval: 0.01)
         }
         throw BenchError("herald did not become ready on port \(options.port)")
@@ -223,8 +243,11 @@ struct Storm {
         }
 
         private func request(_ index: Int, resuming: Bool) -> String {
-            var text = "GET /auctions/\(auction)/events HTTP/1.1\r\nHost: \(options.host):\(options.port)\r\nAccept: text/event-stream\r\n"
-            if resuming, subscribers[index].lastId > 0 { text += "Last-Event-ID: \(subscribers[index].lastId)\r\n" }
+            let path = options.nchan ? "/sub/\(auction)" : "/auctions/\(auction)/events"
+            var text = "GET \(path) HTTP/1.1\r\nHost: \(options.host):\(options.port)\r\nAccept: text/event-stream\r\n"
+            if resuming, !subscribers[index].lastIdText.isEmpty {
+                text += "Last-Event-ID: \(String(decoding: subscribers[index].lastIdText, as: UTF8.self))\r\n"
+            }
             if options.proxy { text += "X-Forwarded-For: 10.\(index >> 16 & 255).\(index >> 8 & 255).\(index & 255)\r\n" }
             return text + "\r\n"
         }

@@ -12,6 +12,8 @@ struct Subscriber {
     /// The amount of the last bid seen (bids carry amounts 1, 2, 3 … in publishing order).
     var lastAmount = 0
     var lastId: UInt64 = 0
+    /// The last `id:` as sent (nchan's are `seconds:tag`), for `Last-Event-ID`.
+    var lastIdText: [UInt8] = []
     var received = 0
     var lost = 0
     var duplicated = 0
@@ -41,6 +43,7 @@ struct Subscriber {
     init(fd: Int32, resuming previous: Subscriber) {
         self.init(fd: fd, arrivesAtAnyEvent: previous.arrivesAtAnyEvent)
         (gotSnapshot, lastAmount, lastId, received) = (previous.gotSnapshot, previous.lastAmount, previous.lastId, previous.received)
+        lastIdText = previous.lastIdText
         (lost, duplicated, outOfOrder, resyncs, snapshots) = (previous.lost, previous.duplicated, previous.outOfOrder, previous.resyncs, previous.snapshots)
     }
 
@@ -114,6 +117,7 @@ struct Subscriber {
         } else if line.starts(with: Self.event) {
             eventName = Array(line[Self.event.count...])
         } else if line.starts(with: Self.id) {
+            lastIdText = Array(line[Self.id.count...])
             // Herald's ids are numbers; nchan's are `seconds:tag`, of which the seconds are enough here.
             var value: UInt64 = 0
             for byte in line[Self.id.count...] {
