@@ -85,6 +85,45 @@ public enum Timestamp {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         let seconds = (milliseconds / 1000).rounded(.down)
         let fraction = Int(milliseconds - seconds * 1000)
+        // The C library's UTC breakdown, written by hand: the calendar's dateComponents was 8 % of a
+        // GET /auctions/{id} (its ETag formats three instants). The C library's calendar is Gregorian
+        // all the way back, Foundation's is Julian before October 1582 (and `parse` reads with it), so
+        // years before 1583, and after 9999, go the calendar's way.
+        var parts = tm()
+        guard var time = time_t(exactly: seconds), gmtime_r(&time, &parts) != nil, (1583...9999).contains(Int(parts.tm_year) + 1900) else {
+            return calendarFormat(seconds: seconds, fraction: fraction)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        func put(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(0x30 + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        put(Int(parts.tm_year) + 1900, 4)
+        bytes.append(0x2D)
+        put(Int(parts.tm_mon) + 1, 2)
+        bytes.append(0x2D)
+        put(Int(parts.tm_mday), 2)
+        bytes.append(0x54)
+        put(Int(parts.tm_hour), 2)
+        bytes.append(0x3A)
+        put(Int(parts.tm_min), 2)
+        bytes.append(0x3A)
+        put(Int(parts.tm_sec), 2)
+        if fraction != 0 {
+            bytes.append(0x2E)
+            put(fraction, 3)
+        }
+        bytes.append(0x5A)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The calendar's way, which `format` took before (tests compare the two).
+    static func calendarFormat(seconds: Double, fraction: Int) -> String {
         let parts = utc.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: seconds))
         func pad(_ value: Int?, _ width: Int) -> String {
             let text = String(value ?? 0)

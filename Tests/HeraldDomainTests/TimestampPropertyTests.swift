@@ -1,5 +1,5 @@
 import Foundation
-import HeraldDomain
+@testable import HeraldDomain
 import HeraldTestSupport
 import Testing
 
@@ -21,6 +21,29 @@ import Testing
                 "a time is kept to the millisecond it is in")
         for text in ["2015-10-09T13:10:52.999Z", "2015-10-09T13:10:52.001Z", "9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.999Z"] {
             #expect(Timestamp.format(Timestamp.parse(text) ?? .distantPast) == text, "milliseconds are exact")
+        }
+    }
+}
+
+@Suite struct TimestampFormatTests {
+    /// `format` writes the C library's breakdown by hand: for instants across the whole range, with and
+    /// without milliseconds, it writes what the calendar wrote.
+    @Test func theCLibrarysBreakdownWritesWhatTheCalendarWrote() {
+        var generator = SystemRandomNumberGenerator()
+        let (first, last) = (Timestamp.range.lowerBound.timeIntervalSince1970, Timestamp.range.upperBound.timeIntervalSince1970)
+        let edges = [first, last, 0, -0.001, 951_782_400, 4_107_542_399.999, 1_764_118_000.5]
+        for _ in 0..<20_000 {
+            let milliseconds = (Double.random(in: first...last, using: &generator) * 1000).rounded()
+            let seconds = (milliseconds / 1000).rounded(.down)
+            let fraction = Bool.random(using: &generator) ? 0 : Int(milliseconds - seconds * 1000)
+            let date = Date(timeIntervalSince1970: seconds + Double(fraction) / 1000)
+            #expect(Timestamp.format(date) == Timestamp.calendarFormat(seconds: seconds, fraction: fraction), "\(seconds) \(fraction)")
+        }
+        for edge in edges {
+            let milliseconds = (edge * 1000).rounded()
+            let seconds = (milliseconds / 1000).rounded(.down)
+            #expect(Timestamp.format(Date(timeIntervalSince1970: edge))
+                    == Timestamp.calendarFormat(seconds: seconds, fraction: Int(milliseconds - seconds * 1000)), "\(edge)")
         }
     }
 }

@@ -53,16 +53,24 @@ import Testing
     }
 }
 
-/// `GET /auctions/{id}` shares one encoding between changes, and it is always the current one.
+/// `GET /auctions/{id}` shares one encoding and entity tag between changes, and they are always the
+/// current ones.
 @Suite struct AuctionEncodingTests {
-    @Test func theEncodedAuctionIsAlwaysTheCurrentOne() throws {
+    @Test func theEncodedAuctionAndItsTagAreAlwaysTheCurrentOnes() throws {
         let clock = ManualClock()
         let house = AuctionHouse(clock: clock, sink: InlineSink())
         let encodings = AuctionEncodings()
         let id = try house.create(NewAuction(item: "clock", countdownSeconds: 3)).id
-        func encoded() throws -> JSONValue { try JSONValue.parse(encodings.bytes(of: try house.get(id), at: clock.now)) }
+        var tags: Set<String> = []
+        func encoded() throws -> JSONValue {
+            let auction = try house.get(id)
+            let (bytes, etag) = encodings.encoded(auction, at: clock.now)
+            #expect(etag == EntityTag.of(auction), "the tag of the auction as it is now")
+            tags.insert(etag)
+            return try JSONValue.parse(bytes)
+        }
         func current() throws -> [UInt8] { try house.get(id).json(at: clock.now).bytes }
-        #expect(try encodings.bytes(of: house.get(id), at: clock.now) == current())
+        #expect(try encodings.encoded(house.get(id), at: clock.now).bytes == current())
         _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 10))
         #expect(try encoded()["bidCount"] == .int(1))
         #expect(try encoded()["remainingSeconds"] == .int(3))
@@ -72,7 +80,8 @@ import Testing
         #expect(try encoded()["price"] == .int(20) && encoded()["leader"] == .string("bob"))
         clock.advance(by: 3)
         #expect(try encoded()["status"] == .string("closed") && encoded()["winner"] == .string("bob"))
-        #expect(try encodings.bytes(of: house.get(id), at: clock.now) == current())
+        #expect(try encodings.encoded(house.get(id), at: clock.now).bytes == current())
+        #expect(tags.count == 3, "one tag for each bid and one for the close, not one for each second: \(tags)")
     }
 }
 

@@ -29,8 +29,8 @@ extension Routes {
         add(.get, "/auctions/events") { request in try events.streamCollection(request, AuctionHouse.collectionTopic) }
         read("/auctions/{id}") { request in
             let auction = try auctions.get(try request.auctionID())
-            return Response(status: .ok, headers: Response.jsonHeaders + [.eTag: EntityTag.of(auction)],
-                            body: .bytes(encodings.bytes(of: auction, at: auctions.now)))
+            let (bytes, etag) = encodings.encoded(auction, at: auctions.now)
+            return Response(status: .ok, headers: Response.jsonHeaders + [.eTag: etag], body: .bytes(bytes))
         }
         read("/auctions/{id}/bids") { request in
             let paging = try Paging(request)
