@@ -112,7 +112,7 @@ struct Fanout {
             let due = min(options.subscribers, Int(Date().timeIntervalSince(first) * options.rampPerSecond) + 1)
             while subscribers.count + connectFailures < due {
                 let index = subscribers.count
-                guard let fd = connectNonBlocking(source: index % max(options.sources, 1)) else {
+                guard let fd = connectNonBlocking(from: "127.0.0.\(1 + index % max(options.sources, 1))", to: options.host, port: options.port) else {
                     connectFailures += 1
                     continue
                 }
@@ -137,28 +137,21 @@ struct Fanout {
                     _ = cepoll_modify(epoll, fd, CEPOLL_IN | CEPOLL_RDHUP, UInt64(index))
                     continue
                 }
-                while true {
-                    let received = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, Int32(MSG_DONTWAIT)) }
-                    if received <= 0 {
-                        if received == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
-                            _ = cepoll_remove(epoll, fd)
-                            subscribers[index].phase = .closed
-                        }
-                        break
-                    }
+                let open = readAvailable(fd, into: &buffer) { bytes in
                     let now = clock()
                     let hadSnapshot = subscribers[index].gotSnapshot
-                    buffer.withUnsafeBytes { bytes in
-                        subscribers[index].feed(UnsafeRawBufferPointer(rebasing: bytes[0..<received])) { amount in
-                            deliveries += 1
-                            guard amount <= options.events else { return }
-                            receiveTimes[amount] = max(receiveTimes[amount], now)
-                            let sent = sendTimes.withLock { $0[amount] }
-                            if sent > 0 { latencies.append((now - sent) * 1000) }
-                        }
+                    subscribers[index].feed(bytes) { amount in
+                        deliveries += 1
+                        guard amount <= options.events else { return }
+                        receiveTimes[amount] = max(receiveTimes[amount], now)
+                        let sent = sendTimes.withLock { $0[amount] }
+                        if sent > 0 { latencies.append((now - sent) * 1000) }
                     }
                     if !hadSnapshot, subscribers[index].gotSnapshot { snapshots += 1 }
-                    if received < 65536 { break }
+                }
+                if !open {
+                    _ = cepoll_remove(epoll, fd)
+                    subscribers[index].phase = .closed
                 }
             }
         }
@@ -272,29 +265,5 @@ struct Fanout {
         report.serverCpuMicrosecondsPerDeliveredEvent = deliveries > 0 ? (cpuPublish / Double(deliveries) * 1e7).rounded() / 10 : 0
         for subscriber in subscribers where subscriber.fd >= 0 { close(subscriber.fd) }
         return report
-    }
-
-    /// A non-blocking connect from 127.0.0.(1 + source) so many subscribers do not run out of ports.
-    private func connectNonBlocking(source: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, "127.0.0.\(1 + source)", &local.sin_addr)
-        _ = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var remote = sockaddr_in()
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = in_port_t(UInt16(options.port).bigEndian)
-        inet_pton(AF_INET, options.host, &remote.sin_addr)
-        let result = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 || errno == EINPROGRESS else {
-            close(fd)
-            return nil
-        }
-        return fd
     }
 }

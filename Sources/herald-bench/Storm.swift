@@ -222,23 +222,16 @@ struct Storm {
                 return
             }
             let last = options.bids
-            while true {
-                let received = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, Int32(MSG_DONTWAIT)) }
-                if received <= 0 {
-                    if received == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
-                        _ = cepoll_remove(epoll, fd)
-                        subscribers[index].phase = .closed
-                    }
-                    return
+            var reached = false
+            let open = readAvailable(fd, into: &buffer) { bytes in
+                subscribers[index].feed(bytes) { amount in
+                    if amount == last { reached = true }
                 }
-                var reached = false
-                buffer.withUnsafeBytes { bytes in
-                    subscribers[index].feed(UnsafeRawBufferPointer(rebasing: bytes[0..<received])) { amount in
-                        if amount == last { reached = true }
-                    }
-                }
-                if reached { caughtUpAt[index] = Date().timeIntervalSince1970 }
-                if received < 65536 { return }
+            }
+            if reached { caughtUpAt[index] = Date().timeIntervalSince1970 }
+            if !open {
+                _ = cepoll_remove(epoll, fd)
+                subscribers[index].phase = .closed
             }
         }
 
@@ -255,27 +248,8 @@ struct Storm {
         /// A non-blocking connect from the subscriber's own loopback address (127.1.1.1 on), or from
         /// the proxy's (127.0.0.2).
         private func connect(_ index: Int) -> Int32? {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            guard fd >= 0 else { return nil }
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
             let source = options.proxy ? "127.0.0.2" : "127.\(1 + index / 62_500 % 250).\(1 + index / 250 % 250).\(1 + index % 250)"
-            inet_pton(AF_INET, source, &local.sin_addr)
-            _ = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            var remote = sockaddr_in()
-            remote.sin_family = sa_family_t(AF_INET)
-            remote.sin_port = in_port_t(UInt16(options.port).bigEndian)
-            inet_pton(AF_INET, options.host, &remote.sin_addr)
-            let result = withUnsafePointer(to: &remote) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard result == 0 || errno == EINPROGRESS else {
-                close(fd)
-                return nil
-            }
-            return fd
+            return connectNonBlocking(from: source, to: options.host, port: options.port)
         }
 
         /// Statuses other than 200, by status ("none": no answer).
