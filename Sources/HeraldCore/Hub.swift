@@ -184,21 +184,11 @@ public final class Hub: Sendable {
         }
     }
 
-    /// Sets values that live only while their subjects are observed (presence, whose state its owner
+    /// Sets a value that lives only while its subject is observed (presence, whose state its owner
     /// keeps): a subject nobody observes takes none, so a topic a client made up costs nothing once it
-    /// leaves. A new observer brings the value it starts from (`subscribe`'s `values`).
-    public func setWhileObserved(_ updates: [Update]) {
-        state.withLock { state in
-            for update in updates where state.subjects[update.topic]?.observers.isEmpty == false {
-                state.subjects[update.topic]?.value = update.value
-                state.subjects[update.topic]?.valueWhileObserved = true
-            }
-        }
-    }
-
-    /// The same for one subject, whose value `value` makes only when the subject is observed (under
-    /// the hub's lock): presence's value changes at every stream that opens or closes, and is
-    /// rarely watched.
+    /// leaves. A new observer brings the value it starts from (`subscribe`'s `values`). `value` is made
+    /// only when the subject is observed (under the hub's lock): presence's value changes at every
+    /// stream that opens or closes, and is rarely watched.
     public func setWhileObserved(_ topic: String, value: () -> [UInt8]) {
         state.withLock { state in
             guard state.subjects[topic]?.observers.isEmpty == false else { return }

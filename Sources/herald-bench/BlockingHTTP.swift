@@ -110,3 +110,29 @@ func find(_ haystack: [UInt8], _ needle: [UInt8], from start: Int = 0) -> Int? {
     }
     return nil
 }
+
+/// What the benchmarks bid on, the same way for Herald and for nchan (Benchmarks/nchan.conf).
+extension BlockingHTTP {
+    /// Makes a subject: an auction, whose id it returns, or with `nchan` the channel `channel`, made
+    /// by publishing its first message as the `snapshot`.
+    func makeSubject(nchan: Bool, channel: String, item: String) throws -> String {
+        if nchan {
+            let published = try request("POST", "/pub/\(channel)", json: #"{"amount":0}"#, headers: ["X-EventSource-Event: snapshot"])
+            guard (200..<300).contains(published.status) else { throw BenchError("nchan refused the first message: \(published.status)") }
+            return channel
+        }
+        let created = try request("POST", "/auctions", json: #"{"item":"\#(item)","countdownSeconds":3600}"#)
+        guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
+            throw BenchError("cannot create an auction: \(created.status) \(created.body)")
+        }
+        return String(id)
+    }
+
+    /// Bids `amount` on `subject` (with `nchan`, publishes it as a message named `bid`); the answer's status.
+    func bid(on subject: String, amount: Int, bidder: String, nchan: Bool) throws -> Int {
+        let body = #"{"bidder":"\#(bidder)","amount":\#(amount)}"#
+        return nchan
+            ? try request("POST", "/pub/\(subject)", json: body, headers: ["X-EventSource-Event: bid"]).status
+            : try request("POST", "/auctions/\(subject)/bids", json: body).status
+    }
+}

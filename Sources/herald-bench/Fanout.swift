@@ -58,18 +58,8 @@ struct Fanout {
         let control = BlockingHTTP(host: options.host, port: options.bidPort ?? options.port)
         var made = 0
         func create() throws -> String {
-            if options.nchan {
-                made += 1
-                let channel = "bench\(getpid())x\(made)"
-                let published = try control.request("POST", "/pub/\(channel)", json: #"{"amount":0}"#, headers: ["X-EventSource-Event: snapshot"])
-                guard (200..<300).contains(published.status) else { throw BenchError("nchan refused the first message: \(published.status)") }
-                return channel
-            }
-            let created = try control.request("POST", "/auctions", json: #"{"item":"bench","countdownSeconds":3600}"#)
-            guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
-                throw BenchError("cannot create an auction: \(created.status) \(created.body)")
-            }
-            return String(id)
+            made += 1
+            return try control.makeSubject(nchan: options.nchan, channel: "bench\(getpid())x\(made)", item: "bench")
         }
         let auction = try options.auction ?? create()
         // Bid k goes to auctions[k % count] with amount k: every auction's bids rise, and a lobby
@@ -220,10 +210,7 @@ struct Fanout {
                     let sent = Date().timeIntervalSince1970
                     sendTimes.withLock { $0[amount] = sent }
                     let target = auctions[amount % auctions.count]
-                    let body = #"{"bidder":"bench","amount":\#(amount)}"#
-                    let status = nchan
-                        ? (try? client.request("POST", "/pub/\(target)", json: body, headers: ["X-EventSource-Event: bid"]))?.status
-                        : (try? client.request("POST", "/auctions/\(target)/bids", json: body))?.status
+                    let status = try? client.bid(on: target, amount: amount, bidder: "bench", nchan: nchan)
                     let took = (Date().timeIntervalSince1970 - sent) * 1000
                     bidTimes.withLock { $0.append(took) }
                     answers.withLock { answers in

@@ -45,18 +45,7 @@ struct Storm {
         defer { if first.isRunning { first.terminate() } }
         try waitUntilReady()
         let control = BlockingHTTP(host: options.host, port: options.port)
-        let auction: String
-        if options.nchan {
-            auction = "storm\(getpid())"
-            let published = try control.request("POST", "/pub/\(auction)", json: #"{"amount":0}"#, headers: ["X-EventSource-Event: snapshot"])
-            guard (200..<300).contains(published.status) else { throw BenchError("nchan refused the first message: \(published.status)") }
-        } else {
-            let created = try control.request("POST", "/auctions", json: #"{"item":"storm","countdownSeconds":3600}"#)
-            guard created.status == 201, let id = created.body.split(separator: "\"").dropFirst(3).first else {
-                throw BenchError("cannot create an auction: \(created.status) \(created.body)")
-            }
-            auction = String(id)
-        }
+        let auction = try control.makeSubject(nchan: options.nchan, channel: "storm\(getpid())", item: "storm")
         var loop = Loop(options: options, auction: auction)
 
         // New subscribers: each gets the snapshot.
@@ -88,11 +77,8 @@ struct Storm {
         let bidder = BlockingHTTP(host: options.host, port: options.port)
         var accepted = 0
         for amount in 1...options.bids {
-            let body = #"{"bidder":"storm","amount":\#(amount)}"#
-            let answer = options.nchan
-                ? try bidder.request("POST", "/pub/\(auction)", json: body, headers: ["X-EventSource-Event: bid"])
-                : try bidder.request("POST", "/auctions/\(auction)/bids", json: body)
-            if (200..<300).contains(answer.status) { accepted += 1 }
+            let status = try bidder.bid(on: auction, amount: amount, bidder: "storm", nchan: options.nchan)
+            if (200..<300).contains(status) { accepted += 1 }
         }
         report.seconds["bids"] = Date().timeIntervalSince(start)
 

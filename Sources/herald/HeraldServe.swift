@@ -266,9 +266,9 @@ struct HeraldServe: ParsableCommand {
         configuration.metrics = !noMetrics
         configuration.metricsListener = metricsPort.map { (metricsHost ?? "127.0.0.1", $0) }
         configuration.accessLog = !noAccessLog
-        // The access lines at `info`, as the logger would write them, but formatted by hand and
-        // written in batches off the request threads (BENCHMARKS.md "The access log's cost").
-        // Access lines, and the lines of streams opening and closing (written even without access lines).
+        // The access lines, and the lines of streams opening and closing (also without access lines),
+        // at `info` as the logger would write them, but formatted by hand and written in batches off
+        // the request threads (BENCHMARKS.md "The access log's cost").
         if level <= .info { configuration.accessLines = AccessLog(format: json ? .json : .text) }
         do {
             configuration.tokenKey = try tokenKey()

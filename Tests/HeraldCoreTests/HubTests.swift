@@ -338,10 +338,10 @@ import Synchronization
         let before = hub.heldSubjectCount
         for index in 0..<100 {
             let topic = "presence/notifications/n\(index)"
-            hub.setWhileObserved([Hub.Update(topic: topic, value: bytes("unobserved"))])
+            hub.setWhileObserved(topic) { bytes("unobserved") }
             #expect(hub.value(of: topic) == nil, "nobody observes it: no value")
             let subscription = hub.subscribe(to: [topic], resume: .now(snapshot: true), values: [Hub.Update(topic: topic, value: bytes("v0"))])
-            hub.setWhileObserved([Hub.Update(topic: topic, value: bytes("v1"))])
+            hub.setWhileObserved(topic) { bytes("v1") }
             let first = HubTests().drain(subscription).map { String(decoding: $0.data, as: UTF8.self) }
             #expect(first == ["v0"], "the snapshot is the value it came with")
             #expect(hub.value(of: topic) == bytes("v1"))

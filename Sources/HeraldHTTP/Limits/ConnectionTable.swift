@@ -82,15 +82,16 @@ final class ConnectionTable: Sendable {
         }
     }
 
-    /// The connection's peer address as it started, and whether a request on it was answered before.
-    /// Nil for a connection the table does not hold.
-    func arrival(_ connection: OpaquePointer) -> (address: String, answered: Bool)? {
-        state.withLock { state in state.entries[UInt(bitPattern: connection)].map { ($0.address, $0.answered) } }
-    }
-
-    /// The head is in: what follows (the body, the answer) is not a head's business.
-    func headReceived(_ connection: OpaquePointer) {
-        update(connection) { $0.deadline = nil }
+    /// The head is in: what follows (the body, the answer) is not a head's business. Returns the
+    /// connection's peer address as it started, and whether a request on it was answered before; nil
+    /// for a connection the table does not hold.
+    @discardableResult
+    func headReceived(_ connection: OpaquePointer) -> (address: String, answered: Bool)? {
+        state.withLock { state in
+            let key = UInt(bitPattern: connection)
+            state.entries[key]?.deadline = nil
+            return state.entries[key].map { ($0.address, $0.answered) }
+        }
     }
 
     /// The head declared a body: it is due within `bodyTimeout` (a body sent a byte at a time would

@@ -20,11 +20,10 @@ extension HTTPServer {
             // connection closes, and no byte after the head is read.
             context.started = true
             context.startedAt = .now
-            connections.headReceived(connection)
+            let arrival = connections.headReceived(connection)
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
             context.head = Self.fields(head)
             context.id = requestIDs.id(for: context.head[values: .requestID].first)
-            let arrival = connections.arrival(connection)
             context.client = client(of: connection, peer: arrival?.address, head: context.head)
             // Its socket's options are as accepted (Nagle off, never corked) while nothing was answered on it.
             context.socketAsAccepted = arrival?.answered == false && acceptsWithoutDelay.load(ordering: .relaxed)

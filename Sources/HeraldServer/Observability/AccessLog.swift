@@ -104,16 +104,17 @@ public final class AccessLog: Sendable {
         return bytes
     }
 
-    private static func message(_ exchange: Exchange) -> String { exchange.isStream ? "stream opened" : "request" }
+    static func message(_ exchange: Exchange) -> String { exchange.isStream ? "stream opened" : "request" }
 
-    /// The metadata the logger's line had, sorted by key as both handlers write it.
-    private static func fields(_ exchange: Exchange) -> [(key: String, value: String)] {
+    /// A request's or stream's fields, sorted by key as both handlers write them (`Telemetry` gives the
+    /// logger the same list).
+    static func fields(_ exchange: Exchange) -> [(key: String, value: String)] {
         [("http.client", exchange.client), ("http.duration_ms", String(decoding: milliseconds(exchange.duration), as: UTF8.self)),
          ("http.method", exchange.method), ("http.path", exchange.path), ("http.request_id", exchange.requestID),
          ("http.route", exchange.route ?? "-"), ("http.status", String(exchange.status))]
     }
 
-    private static func fields(_ summary: StreamSummary) -> [(key: String, value: String)] {
+    static func fields(_ summary: StreamSummary) -> [(key: String, value: String)] {
         [("http.client", summary.client), ("http.path", summary.path), ("http.request_id", summary.requestID),
          ("stream.duration_ms", String(decoding: milliseconds(summary.duration), as: UTF8.self)),
          ("stream.end", summary.end.rawValue), ("stream.events", String(summary.events))]
@@ -169,8 +170,8 @@ public final class AccessLog: Sendable {
         }
     }
 
-    /// Milliseconds with up to three decimals, as `Telemetry.milliseconds(_:)` prints as a Double
-    /// (`1.544`, `12.0`), from whole microseconds.
+    /// Milliseconds with up to three decimals, as a Double of them prints (`1.544`, `12.0`), from whole
+    /// microseconds.
     static func milliseconds(_ duration: Duration) -> [UInt8] {
         let (seconds, attoseconds) = duration.components
         let microseconds = max(seconds * 1_000_000 + attoseconds / 1_000_000_000_000, 0)

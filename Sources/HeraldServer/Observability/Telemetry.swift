@@ -26,11 +26,7 @@ final class Telemetry: HTTPObserver {
             accessLines.record(exchange)
             return
         }
-        logger.info(exchange.isStream ? "stream opened" : "request", metadata: [
-            "http.request_id": "\(exchange.requestID)", "http.method": "\(exchange.method)", "http.path": "\(exchange.path)",
-            "http.route": "\(exchange.route ?? "-")", "http.status": "\(exchange.status)",
-            "http.duration_ms": "\(Self.milliseconds(exchange.duration))", "http.client": "\(exchange.client)",
-        ])
+        logger.info("\(AccessLog.message(exchange))", metadata: Self.metadata(AccessLog.fields(exchange)))
     }
 
     func streamEnded(_ summary: StreamSummary) {
@@ -39,20 +35,15 @@ final class Telemetry: HTTPObserver {
             accessLines.record(summary)
             return
         }
-        logger.info("stream closed", metadata: [
-            "http.request_id": "\(summary.requestID)", "http.path": "\(summary.path)", "http.client": "\(summary.client)",
-            "stream.duration_ms": "\(Self.milliseconds(summary.duration))", "stream.events": "\(summary.events)",
-            "stream.end": "\(summary.end.rawValue)",
-        ])
+        logger.info("stream closed", metadata: Self.metadata(AccessLog.fields(summary)))
+    }
+
+    /// The logger's metadata of a line's fields: the access log's own list, so both write the same.
+    private static func metadata(_ fields: [(key: String, value: String)]) -> Logger.Metadata {
+        Logger.Metadata(uniqueKeysWithValues: fields.map { ($0.key, .string($0.value)) })
     }
 
     func delivered(_ count: Int) {
         metrics?.delivered.increment(by: Int64(count))
-    }
-
-    /// Milliseconds with three decimals.
-    static func milliseconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds * 1_000_000 + attoseconds / 1_000_000_000_000) / 1000
     }
 }

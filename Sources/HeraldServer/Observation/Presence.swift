@@ -119,8 +119,18 @@ final class Presence: Sendable {
         var all = watchers
         for replica in state.remote.values { all += replica[topic]?.watchers ?? 0 }
         state.topics[topic, default: Topic()].watchers = all
+        setValue(topic, in: state)
+        forgetIfIdle(topic, in: &state)
+    }
+
+    /// `presence/topic`'s value, described only if the subject is observed.
+    private func setValue(_ topic: String, in state: State) {
         let presenceTopic = Self.prefix + topic
         hub.setWhileObserved(presenceTopic) { describe(topic, as: presenceTopic, in: state).bytes }
+    }
+
+    /// A topic nobody watches, with nobody in their grace and no count left to send, is forgotten.
+    private func forgetIfIdle(_ topic: String, in state: inout State) {
         if let subject = state.topics[topic], subject.shown.isEmpty, subject.watchers == 0,
            subject.sentWatchers == 0 || subject.sentWatchers == nil {
             state.topics[topic] = nil
@@ -200,9 +210,7 @@ final class Presence: Sendable {
         if grace <= 0 { events += leave(&subject, at: now) }
         state.topics[topic] = subject
         publish(topic, subject, events, in: state)
-        if subject.shown.isEmpty, subject.watchers == 0, subject.sentWatchers == 0 || subject.sentWatchers == nil {
-            state.topics[topic] = nil
-        }
+        forgetIfIdle(topic, in: &state)
     }
 
     /// Removes the users whose grace ran out; their `left` events.
@@ -220,9 +228,9 @@ final class Presence: Sendable {
     /// Sets the subject's value and publishes `events` (none while the topic has more users than the
     /// limit: then only counts go out).
     private func publish(_ topic: String, _ subject: Topic, _ events: [(EventName, String)], in state: State) {
-        let presenceTopic = Self.prefix + topic
-        hub.setWhileObserved(presenceTopic) { describe(topic, as: presenceTopic, in: state).bytes }
+        setValue(topic, in: state)
         guard !subject.truncated else { return }
+        let presenceTopic = Self.prefix + topic
         for (name, user) in events {
             let data = JSONValue.object([("topic", .string(presenceTopic)), ("sub", .string(user))]).bytes
             _ = hub.publish(durable: false, topic: presenceTopic, name: name, data: data)

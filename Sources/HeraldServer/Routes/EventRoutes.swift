@@ -42,10 +42,10 @@ struct EventRoutes: Sendable {
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         // (Read only then: a Locale costs more than the rest of the head.)
         let locale = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } } ? request.locale : nil
-        let localized = locale.map { $0.identifier != Trip.eventLocale.identifier } ?? false
+        let localizer = locale.flatMap { $0.identifier != Trip.eventLocale.identifier ? TripLocalizer(locale: $0) : nil }
         // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
         let lease = token.map { leases.open(subject: $0.subject, topics: topics, expires: $0.expires) }
-        return .eventStream(SubscriptionFeed(subscription, localizer: localized ? locale.map { TripLocalizer(locale: $0) } : nil,
+        return .eventStream(SubscriptionFeed(subscription, localizer: localizer,
                                              lease: lease, leases: leases, closed: presence.opened(topics, subject: token?.subject)))
     }
 
