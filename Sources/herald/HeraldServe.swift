@@ -13,7 +13,7 @@ struct HeraldServe: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Runs the server until SIGTERM or SIGINT (the default command).",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_STORE, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_CONNECTIONS_PER_SECOND, HERALD_CONNECTIONS_PER_ADDRESS, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY, HERALD_LOG_FORMAT, HERALD_NO_ACCESS_LOG=1, HERALD_NO_METRICS=1, HERALD_METRICS_HOST, HERALD_METRICS_PORT, HERALD_DRAIN_SECONDS. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
+        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_STORE, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_STREAM_THREADS, HERALD_CONNECTIONS_PER_SECOND, HERALD_CONNECTIONS_PER_ADDRESS, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY, HERALD_LOG_FORMAT, HERALD_NO_ACCESS_LOG=1, HERALD_NO_METRICS=1, HERALD_METRICS_HOST, HERALD_METRICS_PORT, HERALD_DRAIN_SECONDS. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -90,6 +90,9 @@ struct HeraldServe: ParsableCommand {
 
     @Option(help: "SSE streams held in all; more get 503. Default: the open-file limit less a reserve (env HERALD_MAX_STREAMS).")
     var maxStreams: Int? = Environment.int("HERALD_MAX_STREAMS")
+
+    @Option(help: "Threads that write the SSE streams, each with its own epoll set and share of the streams (1 to 64). Default: the cores Herald may run on, its CPU affinity (env HERALD_STREAM_THREADS).")
+    var streamThreads: Int = Environment.int("HERALD_STREAM_THREADS") ?? StreamEngine.defaultThreads
 
     @Option(help: "New connections one address may open a second (bursts of twice that); more are closed unanswered; trusted proxies are not limited; 0: no limit (env HERALD_CONNECTIONS_PER_SECOND).")
     var connectionsPerSecond: Int = Environment.int("HERALD_CONNECTIONS_PER_SECOND") ?? 200
@@ -168,6 +171,7 @@ struct HeraldServe: ParsableCommand {
         }
         guard (0...1_000_000).contains(streamsPerAddress) else { throw ValidationError("--streams-per-address must be 0 to 1000000") }
         if let maxStreams, !(1...1_000_000).contains(maxStreams) { throw ValidationError("--max-streams must be 1 to 1000000") }
+        guard (1...StreamEngine.threadLimit).contains(streamThreads) else { throw ValidationError("--stream-threads must be 1 to \(StreamEngine.threadLimit)") }
         guard (0...1_000_000).contains(connectionsPerSecond) else { throw ValidationError("--connections-per-second must be 0 to 1000000") }
         guard (0...1_000_000).contains(connectionsPerAddress) else { throw ValidationError("--connections-per-address must be 0 to 1000000") }
         guard (0...1_000_000).contains(writesPerSecond) else { throw ValidationError("--writes-per-second must be 0 to 1000000") }
@@ -255,6 +259,7 @@ struct HeraldServe: ParsableCommand {
         configuration.writesPerSecond = writesPerSecond > 0 ? writesPerSecond : nil
         configuration.http.streamsPerClient = streamsPerAddress > 0 ? streamsPerAddress : nil
         configuration.http.streamLimit = maxStreams
+        configuration.http.streamThreads = streamThreads
         configuration.http.connectionsPerSecond = connectionsPerSecond > 0 ? connectionsPerSecond : nil
         configuration.http.connectionsPerAddress = connectionsPerAddress > 0 ? connectionsPerAddress : nil
         configuration.http.headerTimeout = .seconds(headerTimeout)

@@ -205,13 +205,13 @@ import Testing
             ["--trusted-proxy", "proxy.example"], ["--streams-per-address", "-1"], ["--max-header-bytes", "10"],
             ["--log-format", "xml"], ["--metrics-port", "70000"], ["--metrics-host", "127.0.0.1"], ["--no-metrics", "--metrics-port", "9100"],
             ["--drain-seconds", "-1"], ["--drain-seconds", "301"], ["--history-bytes", "1000"], ["--history-bytes", "9999999999999"],
-            ["--request-timeout", "0"], ["--request-timeout", "3601"],
+            ["--request-timeout", "0"], ["--request-timeout", "3601"], ["--stream-threads", "0"], ["--stream-threads", "65"],
             ["--store", "mysql://db/herald"], ["--store", "./herald-data"], ["--store", "postgres://db/herald", "--in-memory"],
         ]
         for arguments in refused {
             #expect(try exitStatus(arguments) == 64, "\(arguments)")
         }
-        for name in ["HERALD_OBSERVER_QUEUE", "HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_WRITES_PER_SECOND"] {
+        for name in ["HERALD_OBSERVER_QUEUE", "HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_WRITES_PER_SECOND", "HERALD_STREAM_THREADS"] {
             #expect(try exitStatus([], environment: [name: "lots"]) == 64, "\(name)=lots")
         }
     }

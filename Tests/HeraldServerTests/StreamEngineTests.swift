@@ -235,4 +235,36 @@ import Testing
         #expect(Array(threads.keys) == ["herald-streams"], "fan-out ran on \(threads)")
         #expect(threads.values.reduce(0, +) >= 1)
     }
+
+    /// With three loops (`--stream-threads 3`), 300 watchers are shared out evenly; the events of 40
+    /// bids reach every one of them, in order and once each, though fan-out ran on the first loop
+    /// alone; and stopping ends every stream on every loop with its body's last chunk.
+    @Test func threeLoopsShareTheStreamsAndEachGetsEveryEvent() throws {
+        let server = try TestHerald {
+            ($0.http.streamsPerClient, $0.http.connectionsPerSecond, $0.http.connectionsPerAddress) = (nil, nil, nil)
+            $0.http.streamThreads = 3
+        }
+        defer { server.stop() }
+        let client = server.client()
+        let watched = try server.auction(countdown: 3600)
+        let fleet = try SSEFleet(port: server.port, path: "/auctions/\(watched)/events", count: 300)
+        defer { fleet.close() }
+        #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { $0.count >= 1 } }, "every watcher got its snapshot")
+        #expect(server.herald.streamsByThread == [100, 100, 100])
+        var ids: [String] = []
+        for amount in 1...40 {
+            let response = try client.post("/auctions/\(watched)/bids", #"{"bidder":"b","amount":\#(amount)}"#)
+            #expect(response.status == 201)
+            if let id = response.header("Herald-Event-ID") { ids.append(id) }
+        }
+        #expect(ids.count == 40)
+        #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { $0.count >= 41 } }, "every watcher got every bid")
+        for events in fleet.events {
+            #expect(events.dropFirst().map(\.id) == ids.map(Optional.init), "a watcher's bids, in order and once each")
+        }
+        #expect(Array(server.herald.deliveringThreads.keys) == ["herald-streams"])
+        server.stop()
+        #expect(fleet.pump(timeout: 60) { $0.closedCount == 300 })
+        #expect(fleet.cleanEndCount == 300, "every stream ended with its last chunk")
+    }
 }

@@ -143,6 +143,10 @@ static inline int clinux_batch_this_thread(void)
     return sched_setscheduler((pid_t)syscall(SYS_gettid), 3 /* SCHED_BATCH */, &param);
 }
 
+/// The cores the process may run on (its CPU affinity: `taskset`, a container's cpuset), at least 1.
+/// (In CLinux.c, which defines _GNU_SOURCE for `sched_getaffinity`.)
+int clinux_usable_cores(void);
+
 /// Lowers the calling thread's scheduling priority (its nice value; Linux schedules threads one by one).
 static inline int clinux_nice_this_thread(int nice)
 {

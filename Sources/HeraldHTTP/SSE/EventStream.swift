@@ -10,8 +10,8 @@ enum StreamFraming: Sendable {
     case closeDelimited
 }
 
-/// One SSE stream after libmicrohttpd handed its socket over. Everything but `scheduled` belongs to the
-/// engine's thread; other threads reach a stream only through `StreamEngine.wake`.
+/// One SSE stream after libmicrohttpd handed its socket over. Everything but `scheduled` belongs to its
+/// loop's thread (one of the engine's); other threads reach a stream only through `StreamEngine.wake`.
 final class EventStream: @unchecked Sendable {
     // Unchecked: made on the server's thread, then owned by the engine's (handed over through its
     // inbox, whose lock orders the two); `scheduled` is the one atomic others touch.
@@ -51,6 +51,8 @@ final class EventStream: @unchecked Sendable {
     let path: String
     /// Its socket's options are as accepted: Nagle off (the listener's), never corked.
     let asAccepted: Bool
+    /// The engine's loop that owns it (`StreamEngine`'s index).
+    let loop: Int
     let opened = ContinuousClock.now
     /// In the engine's inbox already: a second wake-up adds nothing.
     let scheduled = Atomic<Bool>(false)
@@ -85,8 +87,9 @@ final class EventStream: @unchecked Sendable {
     var closed = false
 
     init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
-         start: [UInt8], asAccepted: Bool = false) {
+         start: [UInt8], asAccepted: Bool = false, loop: Int = 0) {
         self.token = token
+        self.loop = loop
         self.asAccepted = asAccepted
         self.client = client
         self.requestID = requestID

@@ -4,14 +4,16 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Every SSE stream once libmicrohttpd has handed its socket over: one thread, one epoll set, no
-/// thread or timer per stream.
+/// Every SSE stream once libmicrohttpd has handed its socket over: a few threads (`threads`, each a
+/// loop with its own epoll set and its own share of the streams), no thread or timer per stream.
 ///
-/// The thread sleeps in `epoll_wait` on the stream sockets (edge-triggered: input, output space, the
-/// peer's FIN) and on an eventfd. A publisher only signals: `signal()` writes the eventfd once however
-/// many events wait, and the thread runs the `beforeWriting` hooks (the hub's fan-out), then writes
-/// each woken stream's queued frames with one `send`. Events queued while a socket was busy go out
-/// together in its next write. A partial write is kept and finished on EPOLLOUT.
+/// Each loop sleeps in `epoll_wait` on its stream sockets (edge-triggered: input, output space, the
+/// peer's FIN) and on an eventfd. A publisher only signals: `signal()` writes the first loop's eventfd
+/// once however many events wait, and that loop runs the `beforeWriting` hooks (the hub's fan-out,
+/// which queues each event, encoded once, to every observer). The streams it wakes on other loops are
+/// handed to each of those loops in one go, with one wake-up each; every loop then writes its woken
+/// streams' queued frames with one `send` each. Events queued while a socket was busy go out together
+/// in its next write. A partial write is kept and finished on EPOLLOUT.
 ///
 /// A client's FIN alone is not its leaving: it may have half-closed its sending side (legal in
 /// HTTP/1.1). The stream is probed with a heartbeat; a client that closed the whole socket answers it
@@ -25,20 +27,70 @@ public final class StreamEngine: Sendable {
         var isEmpty: Bool { added.isEmpty && woken.isEmpty && closeAll == nil }
     }
 
-    /// The engine thread's own state (bound to it: see `loop`).
-    private final class Loop {
+    /// A loop's thread's own state (bound to it).
+    private final class Owned {
         var streams: [UInt64: EventStream] = [:]
         var ready: [EventStream] = []
-        /// Streams woken on the engine's own thread (by fan-out), which need no inbox and no signal.
+        /// Streams woken on the loop's own thread (by fan-out), which need no inbox and no signal.
         var woken: [EventStream] = []
+        /// Streams of other loops woken on this one's thread (by fan-out, on the first loop), handed to
+        /// each of those loops in one go: by loop index.
+        var staged: [[EventStream]]
         /// Streams that end when their token expires.
         var expiry = ExpiryWheel()
         /// Streams closed since malloc last gave memory back to the system.
         var closedSinceTrim = 0
+
+        init(loops: Int) { staged = Array(repeating: [], count: loops) }
     }
 
-    /// After this many streams close and none is left, free memory goes back to the system.
+    /// One thread of the engine: its epoll set, its eventfd, its inbox and its streams.
+    private final class Loop: Sendable {
+        let index: Int
+        let epoll: Int32
+        let wakeup: Int32
+        let inbox = Lock(Inbox())
+        let signaled = Atomic<Bool>(false)
+        /// Streams this loop holds or is about to (for choosing the loop of the next).
+        let held = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        /// The loop's thread, which owns `Owned` and every stream once it is registered.
+        let thread: OwnerThread
+        private let bound: ThreadBound<Owned>
+        /// The loop thread's state; a debug build stops when another thread reaches for it.
+        var owned: Owned { bound.withValue { $0 } }
+
+        init(index: Int, of count: Int) {
+            self.index = index
+            // The first loop keeps the engine's old name: it is the one that fans out.
+            thread = OwnerThread(name: index == 0 ? "herald-streams" : "herald-streams\(index)")
+            bound = ThreadBound(Owned(loops: count), owner: thread)
+            epoll = cepoll_create()
+            wakeup = cepoll_eventfd()
+            _ = cepoll_add(epoll, wakeup, CEPOLL_IN, 0)
+        }
+
+        deinit {
+            close(epoll)
+            close(wakeup)
+        }
+
+        /// Wakes the loop's thread. Cheap when it is awake already: one eventfd write per sleep.
+        func signal() {
+            guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            var one: UInt64 = 1
+            _ = write(wakeup, &one, 8)
+        }
+    }
+
+    /// After this many streams close and none is left on a loop, free memory goes back to the system.
     static let trimAfter = 1000
+    /// Loops at most (`WakeHold` keeps one bit for each).
+    public static let threadLimit = 64
+    /// The loops a server runs by default: one for each core it may run on (its CPU affinity), up to
+    /// `threadLimit`. Measured on 2 cores (BENCHMARKS.md): two loops halve the p99 of delivery at 5 bids
+    /// a second to 10,000 watchers, where one loop left the second core to the clients.
+    public static var defaultThreads: Int { min(Int(clinux_usable_cores()), threadLimit) }
 
     /// Streams beyond this many are refused (each holds an open file).
     let limit: Int
@@ -48,7 +100,7 @@ public final class StreamEngine: Sendable {
     private let observer: (any HTTPObserver)?
     /// Open streams by client address (for `perClientLimit`, and the server's connections per address).
     private let clients = Lock<[String: Int]>([:])
-    /// Runs about once a second on the engine's thread.
+    /// Runs about once a second on the first loop's thread.
     private let tickHooks = Lock<[@Sendable () -> Void]>([])
     /// The engine's time (heartbeats, the tick, stream expiry).
     private let clock: any StreamClock
@@ -56,69 +108,65 @@ public final class StreamEngine: Sendable {
     private var elapsedSeconds: Double { elapsed.inSeconds }
     /// How long before its end a stream is warned (`EventFeed.warnExpiring`), in seconds.
     let expiryWarning: Double
-    private let inbox = Lock(Inbox())
-    private let signaled = Atomic<Bool>(false)
     private let streamCount = Atomic<Int>(0)
     private let nextToken = Atomic<UInt64>(1)
     private let hooks = Lock<[@Sendable () -> Void]>([])
     private let started = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
-    private let epoll: Int32
-    private let wakeup: Int32
-    /// The engine's thread, which owns `Loop` and every stream once it is registered.
-    let thread = OwnerThread(name: "herald-streams")
-    private let bound: ThreadBound<Loop>
-    /// The engine thread's state; a debug build stops when another thread reaches for it.
-    private var loop: Loop { bound.withValue { $0 } }
+    /// The loops; the first runs the hooks (fan-out) and the tick.
+    private let loops: [Loop]
 
+    /// - Parameter threads: loops, each a thread with its own epoll set and share of the streams (1 to `threadLimit`).
     init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock(),
-         expiryWarning: Duration = .seconds(60)) {
+         expiryWarning: Duration = .seconds(60), threads: Int = 1) {
         self.limit = limit
         self.expiryWarning = expiryWarning.inSeconds
         self.clock = clock
         self.perClientLimit = perClientLimit
         self.observer = observer
-        bound = ThreadBound(Loop(), owner: thread)
-        epoll = cepoll_create()
-        wakeup = cepoll_eventfd()
-        _ = cepoll_add(epoll, wakeup, CEPOLL_IN, 0)
-    }
-
-    deinit {
-        close(epoll)
-        close(wakeup)
+        let count = min(max(threads, 1), Self.threadLimit)
+        loops = (0..<count).map { Loop(index: $0, of: count) }
     }
 
     /// Open streams.
     public var count: Int { streamCount.load(ordering: .relaxed) }
 
-    /// Runs `hook` on the engine's thread each time it wakes, before it writes: the place to fan
+    /// The loops, each a thread.
+    public var threads: Int { loops.count }
+
+    /// Open streams on each loop, in order.
+    public var countsByThread: [Int] { loops.map { $0.held.load(ordering: .relaxed) } }
+
+    /// Runs `hook` on the first loop's thread each time it wakes, before it writes: the place to fan
     /// published events out (whose wakers then `wake` the streams). Add hooks before starting.
     public func beforeWriting(_ hook: @escaping @Sendable () -> Void) {
         hooks.withLock { $0.append(hook) }
     }
 
-    /// Wakes the engine's thread. Cheap when it is awake already: one eventfd write per sleep.
+    /// Wakes the first loop's thread (which fans out). Cheap when it is awake already: one eventfd
+    /// write per sleep.
     public func signal() {
-        guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var one: UInt64 = 1
-        _ = write(wakeup, &one, 8)
+        loops[0].signal()
     }
 
-    /// Wakes the engine's thread, unless the caller is `hold`'s thread during the hold: then the
+    /// Wakes the first loop's thread, unless the caller is `hold`'s thread during the hold: then the
     /// wake-up waits for `release(hold)`.
     public func signal(unlessHeldBy hold: WakeHold) {
-        if hold.keep() { return }
+        if hold.keep(0) { return }
         signal()
     }
 
-    /// Ends `hold` and sends the wake-up it kept, if any. On the hold's thread.
+    /// Ends `hold` and sends the wake-ups it kept, if any. On the hold's thread.
     public func release(_ hold: WakeHold) {
-        if hold.end() { signal() }
+        var wanted = hold.end()
+        while wanted != 0 {
+            let index = wanted.trailingZeroBitCount
+            wanted &= wanted - 1
+            if index < loops.count { loops[index].signal() }
+        }
     }
 
-    /// Runs `hook` on the engine's thread about once a second. Add hooks before starting.
+    /// Runs `hook` on the first loop's thread about once a second. Add hooks before starting.
     func everySecond(_ hook: @escaping @Sendable () -> Void) {
         tickHooks.withLock { $0.append(hook) }
     }
@@ -131,9 +179,9 @@ public final class StreamEngine: Sendable {
         case clientFull
     }
 
-    /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it; the
-    /// engine is woken once `hold` (the request thread's) is released. Throws, and closes nothing,
-    /// when the engine or the client's share is full, or it is stopped.
+    /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it, on the
+    /// loop that holds the fewest streams; that loop is woken once `hold` (the request thread's) is
+    /// released. Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
              start: [UInt8], hold: WakeHold? = nil, asAccepted: Bool = false) throws(Refusal) {
         let taken = clients.withLock { clients -> Bool in
@@ -147,22 +195,28 @@ public final class StreamEngine: Sendable {
             release(client)
             throw .full
         }
+        // The request thread alone adds: the counts it compares move only down meanwhile.
+        var loop = loops[0]
+        for other in loops.dropFirst() where other.held.load(ordering: .relaxed) < loop.held.load(ordering: .relaxed) { loop = other }
+        loop.held.wrappingAdd(1, ordering: .relaxed)
         let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
                                  framing: framing, feed: feed, client: client, requestID: requestID, path: path, start: start,
-                                 asAccepted: asAccepted)
+                                 asAccepted: asAccepted, loop: loop.index)
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
         feed.setWaker { [self] _ in wake(stream) }
-        let added = inbox.withLock { inbox -> Bool in
+        let added = loop.inbox.withLock { inbox -> Bool in
             guard !stopped.load(ordering: .acquiring) else { return false }
             inbox.added.append(stream)
             return true
         }
         guard added else {
+            loop.held.wrappingSubtract(1, ordering: .relaxed)
             streamCount.wrappingSubtract(1, ordering: .relaxed)
             release(client)
             throw .full
         }
-        if let hold { signal(unlessHeldBy: hold) } else { signal() }
+        if let hold, hold.keep(loop.index) { return }
+        loop.signal()
     }
 
     /// Streams `client` holds.
@@ -179,59 +233,74 @@ public final class StreamEngine: Sendable {
     /// Asks for `stream` to be written (or closed, if its feed has finished). Any thread.
     /// After `stop`, nothing is added: the inbox would keep the stream, and through its feed the hub,
     /// which holds the engine (its delivery signal). The check is under the inbox's lock, which the
-    /// engine's thread takes to empty the inbox for the last time once `stopped` is set.
-    /// On the engine's own thread (fan-out runs there) the stream goes straight to the loop's list.
+    /// loop's thread takes to empty the inbox for the last time once `stopped` is set.
+    /// On the stream's own loop (fan-out runs on the first) the stream goes straight to the loop's
+    /// list; on another loop's thread it is staged there, and handed over with the others woken in
+    /// the same pass (see `handOverStaged`).
     func wake(_ stream: EventStream) {
         guard !stream.scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        if thread.isCurrent {
+        let target = loops[stream.loop]
+        if target.thread.isCurrent {
             // A stream closed here (its feed's end calls the waker) needs no writing; after `stop`,
             // nothing is kept, for the reason the inbox gives below.
             guard !stream.closed, !stopped.load(ordering: .acquiring) else { return }
-            loop.woken.append(stream)
+            target.owned.woken.append(stream)
             return
         }
-        let added = inbox.withLock { inbox -> Bool in
+        if loops.count > 1, let current = loops.first(where: { $0.thread.isCurrent }) {
+            current.owned.staged[target.index].append(stream)
+            return
+        }
+        let added = target.inbox.withLock { inbox -> Bool in
             guard !stopped.load(ordering: .acquiring) else { return false }
             inbox.woken.append(stream)
             return true
         }
-        if added { signal() }
+        if added { target.signal() }
     }
 
     /// Ends every stream: `.graceful` writes what is queued and then the body's end; `.abort` drops them.
     func closeAll(_ how: EventStream.Closing) {
-        inbox.withLock { $0.closeAll = max($0.closeAll ?? how, how) }
-        signal()
+        for loop in loops {
+            loop.inbox.withLock { $0.closeAll = max($0.closeAll ?? how, how) }
+            loop.signal()
+        }
     }
 
-    /// Starts the engine's thread, which also sends the heartbeats.
+    /// Starts the loops' threads, which also send the heartbeats.
     func start(heartbeat: Duration?) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         let interval = heartbeat.flatMap { $0 > .zero ? $0 : nil }
-        let thread = Thread { [self] in run(heartbeat: interval) }
-        thread.name = "herald-streams"
-        thread.start()
+        for loop in loops {
+            let thread = Thread { [self] in run(loop, heartbeat: interval) }
+            thread.name = loop.thread.name
+            thread.start()
+        }
     }
 
-    /// Stops the thread; streams still open are dropped. The hooks are let go: they usually hold what
+    /// Stops the threads; streams still open are dropped. The hooks are let go: they usually hold what
     /// holds the engine (the hub, whose delivery signal wakes it).
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiring) else { return }
         defer { hooks.withLock { $0 = [] } }
         guard started.load(ordering: .relaxed) else { return }
-        var one: UInt64 = 1
-        _ = write(wakeup, &one, 8)
-        done.wait()
+        for loop in loops {
+            var one: UInt64 = 1
+            _ = write(loop.wakeup, &one, 8)
+        }
+        for loop in loops { loop.done.wait() }
     }
 
-    // MARK: - The engine's thread
+    // MARK: - A loop's thread
 
-    private func run(heartbeat: Duration?) {
-        thread.bindToCurrentThread()
-        // As a batch thread the engine, woken while a request is being answered, does not take the core
+    private func run(_ loop: Loop, heartbeat: Duration?) {
+        loop.thread.bindToCurrentThread()
+        // As a batch thread a loop, woken while a request is being answered, does not take the core
         // from the request thread (no wake-up preemption); over time the two still share it evenly.
         // Measured with 10,000 watchers: bid p99 0.8 ms as a batch thread, 4.2 ms as an ordinary one.
         _ = clinux_batch_this_thread()
+        let owned = loop.owned
+        let first = loop.index == 0
         var tokens = [UInt64](repeating: 0, count: 512)
         var events = [UInt32](repeating: 0, count: 512)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
@@ -242,86 +311,111 @@ public final class StreamEngine: Sendable {
             // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
             // be sent (its client stopped reading) delays delivery by a second at most.
             var timeout: Int32 = 1000
-            if !loop.ready.isEmpty || !loop.woken.isEmpty || !inbox.withLock({ $0.isEmpty }) {
+            if !owned.ready.isEmpty || !owned.woken.isEmpty || !loop.inbox.withLock({ $0.isEmpty }) {
                 timeout = 0
             } else if let left = heartbeats?.wait(at: elapsed) {
                 timeout = left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
             }
             let count = tokens.withUnsafeMutableBufferPointer { tokens in
-                events.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }
+                events.withUnsafeMutableBufferPointer { cepoll_wait(loop.epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }
             }
             if count < 0, errno != EINTR { break }
             for index in 0..<max(Int(count), 0) {
                 if tokens[index] == 0 {
                     var value: UInt64 = 0
-                    _ = read(wakeup, &value, 8)
+                    _ = read(loop.wakeup, &value, 8)
                     continue
                 }
-                guard let stream = loop.streams[tokens[index]] else { continue }
-                handle(events[index], on: stream, scratch: scratch)
+                guard let stream = owned.streams[tokens[index]] else { continue }
+                handle(events[index], on: stream, in: loop, scratch: scratch)
             }
-            signaled.store(false, ordering: .releasing)
-            for hook in hooks.withLock({ $0 }) { hook() }
-            let (added, woken, closeAll) = inbox.withLock { inbox in
+            loop.signaled.store(false, ordering: .releasing)
+            if first {
+                for hook in hooks.withLock({ $0 }) { hook() }
+                // The other loops start writing while this one writes its own share.
+                handOverStaged(from: loop)
+            }
+            let (added, woken, closeAll) = loop.inbox.withLock { inbox in
                 defer { inbox = Inbox() }
                 return (inbox.added, inbox.woken, inbox.closeAll)
             }
-            for stream in added { register(stream) }
-            for stream in woken { loop.woken.append(stream) }
-            for stream in loop.woken {
+            for stream in added { register(stream, in: loop) }
+            for stream in woken { owned.woken.append(stream) }
+            for stream in owned.woken {
                 stream.scheduled.store(false, ordering: .releasing)
-                loop.ready.append(stream)
+                owned.ready.append(stream)
             }
-            loop.woken.removeAll(keepingCapacity: true)
+            owned.woken.removeAll(keepingCapacity: true)
             if let closeAll {
-                for stream in loop.streams.values {
+                for stream in owned.streams.values {
                     stream.closing = max(stream.closing ?? closeAll, closeAll)
                     stream.closingReason = .shutdown
-                    loop.ready.append(stream)
+                    owned.ready.append(stream)
                 }
             }
-            let ready = loop.ready
-            loop.ready.removeAll(keepingCapacity: true)
-            for stream in ready where stream.registered && !stream.closed { flush(stream) }
-            if heartbeats?.take(at: elapsed) == true { heartbeatRound() }
+            let ready = owned.ready
+            owned.ready.removeAll(keepingCapacity: true)
+            for stream in ready where stream.registered && !stream.closed { flush(stream, in: loop) }
+            if heartbeats?.take(at: elapsed) == true { heartbeatRound(loop) }
             if elapsed >= nextTick {
                 nextTick = elapsed + .seconds(1)
-                endExpired()
-                for hook in tickHooks.withLock({ $0 }) { hook() }
+                endExpired(loop)
+                if first { for hook in tickHooks.withLock({ $0 }) { hook() } }
             }
+            handOverStaged(from: loop)
         }
-        for stream in Array(loop.streams.values) { drop(stream, .shutdown) }
+        for stream in Array(owned.streams.values) { drop(stream, .shutdown, in: loop) }
         // A stream left in a list would hold its feed and, through it, the hub, which holds the engine.
-        loop.ready.removeAll()
-        loop.woken.removeAll()
+        owned.ready.removeAll()
+        owned.woken.removeAll()
+        for index in owned.staged.indices { owned.staged[index].removeAll() }
         // Whatever came in after the last pass: streams never registered are closed, wake-ups dropped.
-        for stream in inbox.withLock({ inbox in defer { inbox = Inbox() }; return inbox.added }) {
+        for stream in loop.inbox.withLock({ inbox in defer { inbox = Inbox() }; return inbox.added }) {
             close(stream.socket)
             stream.feed.close()
         }
-        done.signal()
+        loop.done.signal()
     }
 
-    private func register(_ stream: EventStream) {
+    /// Gives each other loop the streams of its that were woken on this loop's thread: one lock and one
+    /// wake-up per loop, however many streams.
+    private func handOverStaged(from loop: Loop) {
+        guard loops.count > 1 else { return }
+        let owned = loop.owned
+        for index in owned.staged.indices where !owned.staged[index].isEmpty {
+            let target = loops[index]
+            let streams = owned.staged[index]
+            owned.staged[index].removeAll(keepingCapacity: true)
+            let added = target.inbox.withLock { inbox -> Bool in
+                guard !stopped.load(ordering: .acquiring) else { return false }
+                inbox.woken.append(contentsOf: streams)
+                return true
+            }
+            if added { target.signal() }
+        }
+    }
+
+    private func register(_ stream: EventStream, in loop: Loop) {
         // Two system calls saved on a socket whose options are as accepted (Nagle off from the listener).
         if !stream.asAccepted { clinux_send_immediately(stream.socket) }
-        guard cepoll_add(epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
+        guard cepoll_add(loop.epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
             stream.closed = true
             close(stream.socket)
+            loop.held.wrappingSubtract(1, ordering: .relaxed)
             streamCount.wrappingSubtract(1, ordering: .relaxed)
             release(stream.client)
             stream.feed.close()
             return
         }
         stream.registered = true
-        loop.streams[stream.token] = stream
-        loop.ready.append(stream)
-        file(stream)
+        loop.owned.streams[stream.token] = stream
+        loop.owned.ready.append(stream)
+        file(stream, in: loop)
     }
 
     /// Files the stream's end, and its warning, in the expiry wheel. Filed again when a renewable
     /// feed's end moved: an entry of an end that moved finds its stream not due, and does nothing.
-    private func file(_ stream: EventStream) {
+    private func file(_ stream: EventStream, in loop: Loop) {
         stream.deadline = stream.feed.expires
         stream.warned = false
         guard let expires = stream.deadline else {
@@ -331,85 +425,85 @@ public final class StreamEngine: Sendable {
         let (now, left) = (elapsed, expires.timeIntervalSince(clock.date))
         stream.endsAt = elapsedSeconds + left
         stream.warnsAt = stream.endsAt - expiryWarning
-        loop.expiry.add(stream.token, secondsLeft: left, at: now)
+        loop.owned.expiry.add(stream.token, secondsLeft: left, at: now)
         // Opened (or renewed) with less time than the warning: warned at the next tick.
-        loop.expiry.add(stream.token, secondsLeft: max(left - expiryWarning, 0), at: now)
+        loop.owned.expiry.add(stream.token, secondsLeft: max(left - expiryWarning, 0), at: now)
     }
 
     /// Warns each stream whose end is near, and ends, cleanly, each whose token has expired: what is
     /// queued goes out, then the feed's `expired` bytes, then the body's end. The wheel gives a stream
     /// at the first tick at or past the second its end (or warning) falls in, so `elapsedSeconds` has
     /// reached the time filed.
-    private func endExpired() {
+    private func endExpired(_ loop: Loop) {
         let now = elapsedSeconds
-        for token in loop.expiry.take(through: elapsed.components.seconds) {
-            guard let stream = loop.streams[token], stream.deadline != nil else { continue }
+        for token in loop.owned.expiry.take(through: elapsed.components.seconds) {
+            guard let stream = loop.owned.streams[token], stream.deadline != nil else { continue }
             if now >= stream.endsAt {
                 stream.closing = max(stream.closing ?? .graceful, .graceful)
                 stream.closingReason = stream.closingReason ?? .expired
-                loop.ready.append(stream)
+                loop.owned.ready.append(stream)
             } else if now >= stream.warnsAt, !stream.warned {
                 stream.warned = true
-                if stream.feed.warnExpiring() { loop.ready.append(stream) }
+                if stream.feed.warnExpiring() { loop.owned.ready.append(stream) }
             }
         }
     }
 
-    private func handle(_ bits: UInt32, on stream: EventStream, scratch: UnsafeMutableRawBufferPointer) {
+    private func handle(_ bits: UInt32, on stream: EventStream, in loop: Loop, scratch: UnsafeMutableRawBufferPointer) {
         if bits & (CEPOLL_HUP | CEPOLL_ERR) != 0 {
-            drop(stream, .clientLeft)
+            drop(stream, .clientLeft, in: loop)
             return
         }
         if bits & (CEPOLL_IN | CEPOLL_RDHUP) != 0 {
             let wasFinished = stream.peerFinished
             guard stream.discardInput(into: scratch) else {
-                drop(stream, .clientLeft)
+                drop(stream, .clientLeft, in: loop)
                 return
             }
             if stream.peerFinished, !stream.feed.heartbeats {
                 // A held request's client half-closed (HTTP/1.1 allows it after the request), or left:
                 // it gets the answer as it stands now, as at the wait's end; one that is gone resets.
                 stream.closing = max(stream.closing ?? .graceful, .graceful)
-                loop.ready.append(stream)
+                loop.owned.ready.append(stream)
                 return
             }
             if stream.peerFinished, !wasFinished, !stream.hasPending {
                 // Half-closed, or gone: a heartbeat to a closed socket is answered with a reset.
                 stream.load(Self.heartbeatBuffer)
                 guard stream.write() else {
-                    drop(stream, .clientLeft)
+                    drop(stream, .clientLeft, in: loop)
                     return
                 }
             }
         }
         if bits & CEPOLL_OUT != 0, stream.blocked {
             stream.blocked = false
-            loop.ready.append(stream)
+            loop.owned.ready.append(stream)
         }
     }
 
     /// Writes what the stream has pending, then what its feed has queued, until the feed is idle or
     /// the socket is full. A stream with much queued yields after a few writes, so one busy client
     /// cannot hold up the others.
-    private func flush(_ stream: EventStream) {
+    private func flush(_ stream: EventStream, in loop: Loop) {
         if stream.closing == .abort {
-            drop(stream, stream.closingReason ?? .shutdown)
+            drop(stream, stream.closingReason ?? .shutdown, in: loop)
             return
         }
         // A renewal moved the end (and woke the stream): file it again, unless it is ending already.
-        if stream.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream) }
+        if stream.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream, in: loop) }
         guard !stream.blocked else { return }
         for _ in 0..<4 {
             if stream.hasPending {
                 // While first events remain untaken, the next take has some: this write is not the last.
                 guard stream.write(more: stream.feed.catchingUp) else {
-                    drop(stream, .clientLeft)
+                    drop(stream, .clientLeft, in: loop)
                     return
                 }
                 if stream.blocked { return }
             }
             if stream.ending {
-                finish(stream)
+                finish(stream, in: loop)
                 return
             }
             var buffer = EventStream.buffer()
@@ -437,30 +531,30 @@ public final class StreamEngine: Sendable {
                 }
                 if !stream.ending { return }
             case .finished:
-                drop(stream, stream.feed.overflowed ? .slowConsumer : .finished)
+                drop(stream, stream.feed.overflowed ? .slowConsumer : .finished, in: loop)
                 return
             }
         }
-        loop.ready.append(stream)
+        loop.owned.ready.append(stream)
     }
 
     /// The body's end is out: close the sending side, then the socket.
-    private func finish(_ stream: EventStream) {
+    private func finish(_ stream: EventStream, in loop: Loop) {
         shutdown(stream.socket, Int32(SHUT_WR))
-        drop(stream, stream.closingReason ?? .finished)
+        drop(stream, stream.closingReason ?? .finished, in: loop)
     }
 
     /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
     /// could not write through two rounds has a client that stopped reading, and is dropped (it
     /// resumes with `Last-Event-ID` when it reconnects).
-    private func heartbeatRound() {
-        for stream in Array(loop.streams.values) where stream.feed.heartbeats {
+    private func heartbeatRound(_ loop: Loop) {
+        for stream in Array(loop.owned.streams.values) where stream.feed.heartbeats {
             switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.ending) {
             case .nothing: continue
-            case .stoppedReading: drop(stream, .slowConsumer)
+            case .stoppedReading: drop(stream, .slowConsumer, in: loop)
             case .heartbeat:
                 stream.load(Self.heartbeatBuffer)
-                if !stream.write() { drop(stream, .clientLeft) } else { stream.liveness.sentHeartbeat() }
+                if !stream.write() { drop(stream, .clientLeft, in: loop) } else { stream.liveness.sentHeartbeat() }
             }
         }
     }
@@ -472,22 +566,23 @@ public final class StreamEngine: Sendable {
     private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
     /// Closes the socket and ends the feed (which removes the observer), and tells why.
-    private func drop(_ stream: EventStream, _ reason: StreamSummary.End) {
+    private func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop) {
         guard !stream.closed else { return }
         observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
                                             duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
         stream.closed = true
-        _ = cepoll_remove(epoll, stream.socket)
+        _ = cepoll_remove(loop.epoll, stream.socket)
         close(stream.socket)
         stream.out = []
-        loop.streams.removeValue(forKey: stream.token)
+        loop.owned.streams.removeValue(forKey: stream.token)
+        loop.held.wrappingSubtract(1, ordering: .relaxed)
         streamCount.wrappingSubtract(1, ordering: .relaxed)
         release(stream.client)
         stream.feed.close()
-        loop.closedSinceTrim += 1
-        if loop.streams.isEmpty, loop.closedSinceTrim >= Self.trimAfter {
+        loop.owned.closedSinceTrim += 1
+        if loop.owned.streams.isEmpty, loop.owned.closedSinceTrim >= Self.trimAfter {
             // Many subscribers gone at once: glibc keeps their freed memory unless asked to return it.
-            loop.closedSinceTrim = 0
+            loop.owned.closedSinceTrim = 0
             _ = clinux_malloc_trim()
         }
     }

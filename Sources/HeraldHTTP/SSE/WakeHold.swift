@@ -8,7 +8,8 @@ public import HeraldThreads
 public final class WakeHold: Sendable {
     private struct State {
         var holding = false
-        var wanted = false
+        /// The engine's loops whose wake-up was kept, a bit each.
+        var wanted: UInt64 = 0
     }
 
     /// The thread whose wake-ups this holds.
@@ -23,18 +24,19 @@ public final class WakeHold: Sendable {
     /// Holds the owner's wake-ups until `StreamEngine.release(_:)`. On the owner's thread.
     public func begin() { state.withValue { $0.holding = true } }
 
-    /// Whether a wake-up asked for now is kept for later: on the owner's thread, during a hold.
-    func keep() -> Bool {
+    /// Whether a wake-up of the engine's loop `loop` (0 to 63) asked for now is kept for later: on
+    /// the owner's thread, during a hold.
+    func keep(_ loop: Int) -> Bool {
         guard owner.isCurrent else { return false }
         return state.withValue { state in
             guard state.holding else { return false }
-            state.wanted = true
+            state.wanted |= 1 << UInt64(loop & 63)
             return true
         }
     }
 
-    /// Ends the hold, and says whether a wake-up was kept (the caller sends it).
-    func end() -> Bool {
+    /// Ends the hold, and gives the loops whose wake-up was kept, a bit each (the caller sends them).
+    func end() -> UInt64 {
         state.withValue { state in
             defer { state = State() }
             return state.wanted

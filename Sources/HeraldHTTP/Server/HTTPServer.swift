@@ -60,7 +60,8 @@ public final class HTTPServer: Sendable {
         requestHold = WakeHold(owner: requestThread)
         streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
                                perClientLimit: configuration.streamsPerClient, observer: observer,
-                               clock: configuration.streamClock, expiryWarning: configuration.expiryWarning)
+                               clock: configuration.streamClock, expiryWarning: configuration.expiryWarning,
+                               threads: configuration.streamThreads)
         clients = ClientResolver(trustedProxies: configuration.trustedProxies)
         connectionRate = configuration.connectionsPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }
         let connections = ConnectionTable(timeout: configuration.headerTimeout, bodyTimeout: configuration.requestTimeout)

@@ -43,6 +43,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var targetBytesLimit: Int = 8 * 1024
     /// Proxies whose `X-Forwarded-For` names the client; empty: the peer is the client.
     public var trustedProxies: [AddressRange] = []
+    /// The stream engine's loops, each a thread with its own epoll set and share of the streams
+    /// (1 to `StreamEngine.threadLimit`); by default one for each core (see `StreamEngine.defaultThreads`).
+    public var streamThreads: Int = StreamEngine.defaultThreads
     /// The stream engine's time; a test may give one that moves when it says.
     public var streamClock: any StreamClock = SystemStreamClock()
 

@@ -14,6 +14,9 @@ extension Herald {
     /// only the stream engine's (`herald-streams`) when a publisher never waits for its observers.
     public var deliveringThreads: [String: Int] { hub.deliveringThreads }
 
+    /// Open streams on each of the stream engine's loops (`--stream-threads`), in order.
+    public var streamsByThread: [Int] { server.streams.countsByThread }
+
     /// The port `/metrics` is served on alone (`--metrics-port`), once started; nil when it is the public one.
     public var metricsPort: Int? { metricsServer?.port }
 
@@ -22,7 +25,7 @@ extension Herald {
     /// every change asked for while they still hold its connection (later ones are refused, 503).
     /// `init` made each part and set the store up on the calling thread, which stood in for the writer.
     ///
-    /// 1. the HTTP listener (its daemon thread, and the stream engine's thread)
+    /// 1. the HTTP listener (its daemon thread, and the stream engine's threads)
     /// 2. the `/metrics` listener, with `--metrics-port`
     /// 3. the writer's thread: changes asked for since 1 wait in its queue until now
     /// 4. the auctions' countdown timers (armed by changes; stopping cancels them)

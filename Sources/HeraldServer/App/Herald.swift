@@ -165,6 +165,7 @@ public final class Herald: Sendable {
         var http = HTTPServerConfiguration()
         (http.host, http.port) = (listener.host, listener.port)
         (http.streamsPerClient, http.connectionsPerSecond, http.connectionsPerAddress, http.heartbeat) = (nil, nil, nil, nil)
+        http.streamThreads = 1
         var router = Router()
         router.add(.get, "/metrics") { _ in Metrics.response(scrape()) }
         let metricsRouter = router
