@@ -104,9 +104,19 @@ struct Routes {
     }
 
     /// `template` with each `{name}` replaced by that path parameter.
+    /// A name the request has no parameter for stays as written. By hand: Foundation's
+    /// `replacingOccurrences` was 6 % of a `PUT /units/{id}` (and made a bridged string).
     static func topic(_ template: String, of request: Request) -> String {
-        guard template.contains("{") else { return template }
-        return request.parameters.reduce(template) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
+        guard template.utf8.contains(UInt8(ascii: "{")) else { return template }
+        var topic = ""
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            topic += rest[..<open]
+            let name = String(rest[rest.index(after: open)..<close])
+            topic += request.parameters[name] ?? String(rest[open...close])
+            rest = rest[rest.index(after: close)...]
+        }
+        return topic + rest
     }
 
     private static func problem(_ error: DomainError, request: Request, logger: Logger) -> Problem {
