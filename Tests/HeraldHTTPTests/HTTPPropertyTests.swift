@@ -17,6 +17,22 @@ import Testing
         }
     }
 
+    /// The quick reading of plain paths gives what the general reading gives, or the same refusal,
+    /// for every mutated target.
+    @Test func plainPathsReadAsTheGeneralReadingDoes() {
+        Fuzzing.fuzz(["/auctions/1", "/units/a-b_c.d", "//auctions//1//", "/", "/a/../b", "/x%41", "/q?x=1", "/sp ace", "/é", "/#f", "/+"],
+                     salt: 11) { bytes in
+            let raw = String(decoding: bytes, as: UTF8.self)
+            let quick = Result { () throws(Problem) in try RequestTarget(raw) }
+            let general = Result { () throws(Problem) in try RequestTarget(parsing: raw) }
+            switch (quick, general) {
+            case (.success(let one), .success(let other)): #expect(one == other, "\(raw)")
+            case (.failure(let one), .failure(let other)): #expect(one.detail == other.detail, "\(raw)")
+            default: Issue.record("one reading refused \(raw) and the other did not")
+            }
+        }
+    }
+
     /// A route matches only a path of its shape (as many segments, each literal in place), and binds
     /// each parameter to the segment at its place; the most literal shape wins; anything else is 404.
     @Test func routingMatchesOnlyPathsOfARegisteredShape() {

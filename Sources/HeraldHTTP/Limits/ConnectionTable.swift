@@ -88,9 +88,9 @@ final class ConnectionTable: Sendable {
     @discardableResult
     func headReceived(_ connection: OpaquePointer) -> (address: String, answered: Bool)? {
         state.withLock { state in
-            let key = UInt(bitPattern: connection)
-            state.entries[key]?.deadline = nil
-            return state.entries[key].map { ($0.address, $0.answered) }
+            guard let index = state.entries.index(forKey: UInt(bitPattern: connection)) else { return nil }
+            state.entries.values[index].deadline = nil
+            return (state.entries.values[index].address, state.entries.values[index].answered)
         }
     }
 
@@ -141,12 +141,11 @@ final class ConnectionTable: Sendable {
         }
     }
 
+    /// Changes the connection's entry in place (a copy out and back cost a lookup and a retain more).
     private func update(_ connection: OpaquePointer, _ change: (inout Entry) -> Void) {
         state.withLock { state in
-            let key = UInt(bitPattern: connection)
-            guard var entry = state.entries[key] else { return }
-            change(&entry)
-            state.entries[key] = entry
+            guard let index = state.entries.index(forKey: UInt(bitPattern: connection)) else { return }
+            change(&state.entries.values[index])
         }
     }
 }

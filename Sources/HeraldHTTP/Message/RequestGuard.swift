@@ -26,23 +26,28 @@ public struct RequestGuard: Sendable {
     /// there is none, or it is past `Int`, which libmicrohttpd has answered itself). `headers` are as
     /// received, names unchanged.
     public func check(version: String, headers: [(name: String, value: String)], authority: String?) throws(Problem) -> Int? {
-        var contentLengths: [String] = []
+        // The first of each and how many (no arrays: this runs for every request); transfer codings are rare.
+        var (contentLength, contentLengthCount): (String?, Int) = (nil, 0)
+        var (firstHost, hostCount): (String?, Int) = (nil, 0)
         var transferEncodings: [String] = []
-        var hosts: [String] = []
         for header in headers {
             guard Self.isToken(header.name) else {
                 throw Self.refuse(.badRequest, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
             }
             // Only the three names that matter are compared (no lower-casing of every name).
             switch header.name.utf8.count {
-            case 4 where Self.equalsIgnoringCase(header.name, "host"): hosts.append(header.value)
-            case 14 where Self.equalsIgnoringCase(header.name, "content-length"): contentLengths.append(header.value)
+            case 4 where Self.equalsIgnoringCase(header.name, "host"):
+                if hostCount == 0 { firstHost = header.value }
+                hostCount += 1
+            case 14 where Self.equalsIgnoringCase(header.name, "content-length"):
+                if contentLengthCount == 0 { contentLength = header.value }
+                contentLengthCount += 1
             case 17 where Self.equalsIgnoringCase(header.name, "transfer-encoding"): transferEncodings.append(header.value)
             default: break
             }
         }
         if !transferEncodings.isEmpty {
-            if !contentLengths.isEmpty {
+            if contentLengthCount > 0 {
                 throw Self.refuse(.badRequest, "Content-Length and Transfer-Encoding together make the body's length ambiguous")
             }
             guard version == "HTTP/1.1" else { throw Self.refuse(.badRequest, "Transfer-Encoding needs HTTP/1.1") }
@@ -51,14 +56,14 @@ public struct RequestGuard: Sendable {
                 throw Self.refuse(.notImplemented, "the only transfer coding Herald reads is chunked, alone, not '\(Self.printable(transferEncodings.joined(separator: ", ")))'")
             }
         }
-        if contentLengths.count > 1 { throw Self.refuse(.badRequest, "more than one Content-Length") }
-        if let length = contentLengths.first, !length.isASCIIDigits {
+        if contentLengthCount > 1 { throw Self.refuse(.badRequest, "more than one Content-Length") }
+        if let length = contentLength, !length.isASCIIDigits {
             throw Self.refuse(.badRequest, "Content-Length must be digits, not '\(Self.printable(length))'")
         }
-        if hosts.count > 1 { throw Self.refuse(.badRequest, "more than one Host header") }
-        if version == "HTTP/1.1", hosts.isEmpty { throw Self.refuse(.badRequest, "an HTTP/1.1 request needs a Host header") }
-        let declared = contentLengths.first.flatMap { Int($0) }
-        guard let host = authority ?? hosts.first else { return declared }
+        if hostCount > 1 { throw Self.refuse(.badRequest, "more than one Host header") }
+        if version == "HTTP/1.1", hostCount == 0 { throw Self.refuse(.badRequest, "an HTTP/1.1 request needs a Host header") }
+        let declared = contentLength.flatMap { Int($0) }
+        guard let host = authority ?? firstHost else { return declared }
         guard Self.isValidHost(host) else { throw Self.refuse(.badRequest, "the Host '\(Self.printable(host))' is not a host and port") }
         if let accepted, !accepted.contains(host.lowercased()) {
             throw Self.refuse(.misdirectedRequest, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")

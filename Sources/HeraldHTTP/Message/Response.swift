@@ -33,13 +33,36 @@ public struct Response: Sendable {
     public init(status: HTTPResponse.Status, headers: HTTPFields = [:], body: Body = .bytes([])) {
         self.status = status
         self.headers = headers
+        // Room for what the way out adds (`Herald-Event-ID`, CORS's two, `X-Request-ID`): each of them
+        // grew the fields' storage by one, a copy each time.
+        self.headers.reserveCapacity(headers.count + Self.addedOnTheWayOut)
         self.body = body
     }
+
+    /// Header fields the server may add to a handler's response.
+    static let addedOnTheWayOut = 5
 
     /// A JSON response.
     public static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
         Response(status: status, headers: headers.isEmpty ? jsonHeaders : jsonHeaders + headers, body: .bytes(value.bytes))
     }
+
+    /// A JSON response with its entity tag, its fields made in one go with room for what the way out
+    /// adds (a dictionary literal joined to `jsonHeaders` cost 5 % of a small GET).
+    public static func json(bytes: [UInt8], etag: String, status: HTTPResponse.Status = .ok) -> Response {
+        var headers = HTTPFields()
+        headers.reserveCapacity(2 + addedOnTheWayOut)
+        headers.append(jsonContentType)
+        headers.append(HTTPField(name: .eTag, value: etag))
+        return Response(status: status, headers: headers, body: .bytes(bytes))
+    }
+
+    /// `value` as a JSON response with its entity tag.
+    public static func json(_ value: JSONValue, etag: String, status: HTTPResponse.Status = .ok) -> Response {
+        json(bytes: value.bytes, etag: etag, status: status)
+    }
+
+    static let jsonContentType = HTTPField(name: .contentType, value: "application/json")
 
     /// An answer given later, from any thread, through the function `start` receives.
     public static func later(_ start: @escaping @Sendable (_ answer: @escaping @Sendable (Response) -> Void) -> Void) -> Response {
@@ -74,6 +97,7 @@ extension HTTPFields {
     /// The fields of both, in order: `lhs`'s first.
     public static func + (lhs: HTTPFields, rhs: HTTPFields) -> HTTPFields {
         var fields = lhs
+        fields.reserveCapacity(lhs.count + rhs.count + Response.addedOnTheWayOut)
         fields.append(contentsOf: rhs)
         return fields
     }

@@ -1,5 +1,6 @@
 import CLinux
 import CMicroHTTPD
+import HeraldThreads
 import HTTPTypes
 import Synchronization
 
@@ -13,13 +14,17 @@ extension HTTPServer {
         // The target callback always made the context; without one, close.
         guard let raw = contextPointer.pointee else { return MHD_Result.NO }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
-        let methodName = method.map { String(cString: $0) } ?? ""
+        // Read once, in the first call (a C string made a Swift one at every call).
+        let methodName = context.started ? context.method : (method.map { String(cString: $0) } ?? "")
         if !context.started {
             // First call, head only. A response queued now, before libmicrohttpd has read the body,
             // ends the connection after it (no keep-alive), so only a refusal is answered now: its
             // connection closes, and no byte after the head is read.
             context.started = true
             context.startedAt = .now
+            context.method = methodName
+            let versionName = version.map { String(cString: $0) } ?? ""
+            context.http11 = versionName == "HTTP/1.1"
             let arrival = connections.headReceived(connection)
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
             context.head = Self.fields(head)
@@ -52,8 +57,9 @@ extension HTTPServer {
                     throw Problem(status: .badRequest, detail: "the request target * is for OPTIONS only")
                 }
                 context.target = target
-                declaredLength = try requestGuard.check(version: version.map { String(cString: $0) } ?? "", headers: head,
-                                                        authority: target.authority)
+                declaredLength = try guardState.withLock { requestGuard throws(Problem) in
+                    try requestGuard.check(version: versionName, headers: head, authority: target.authority)
+                }
             } catch {
                 var response = error.response
                 if response.headers[.connection] == nil { response.headers[.connection] = "close" }
@@ -87,7 +93,7 @@ extension HTTPServer {
             context.bodyDue = false
             connections.headReceived(connection)
         }
-        let http11 = version.map { String(cString: $0) == "HTTP/1.1" } ?? false
+        let http11 = context.http11
         if let pending = context.pending {
             // Resumed: the deferred answer is ready (libmicrohttpd calls again only after a resume).
             guard let answer = pending.take() else {

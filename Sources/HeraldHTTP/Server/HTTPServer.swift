@@ -29,8 +29,7 @@ public final class HTTPServer: Sendable {
     /// The request thread's wake-ups of the engine, held while it answers (the answer goes out first).
     let requestHold: WakeHold
     /// Made again once the port is bound (port 0 picks one), before any request.
-    private let guardState: Lock<RequestGuard>
-    var requestGuard: RequestGuard { guardState.withLock { $0 } }
+    let guardState: Lock<RequestGuard>
     let requestIDs = RequestIDs()
     /// Who a request comes from, behind trusted proxies.
     let clients: ClientResolver

@@ -15,6 +15,9 @@ final class RequestContext {
     var socketAsAccepted = false
     /// The access handler has seen the head (its first call is over).
     var started = false
+    /// The method and whether the version is HTTP/1.1, read in the first call.
+    var method = ""
+    var http11 = false
     /// When the head was read: a request's duration is counted from here.
     var startedAt = ContinuousClock.now
     /// The request's id: the client's `X-Request-ID`, or one made (see `RequestIDs`).

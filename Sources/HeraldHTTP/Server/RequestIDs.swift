@@ -3,16 +3,26 @@ import Synchronization
 /// Makes request ids: a prefix random per process and a counter, so ids from two runs never meet in
 /// one log and making one costs an atomic increment.
 final class RequestIDs: Sendable {
-    private let prefix: String
+    private let prefix: UInt32
     private let counter = Atomic<UInt64>(0)
 
     init() {
-        prefix = String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+        prefix = UInt32.random(in: 0x1000_0000...UInt32.max)
     }
 
+    /// `prefix-counter`, both in lower-case hex, written into one buffer (`String(_:radix:)` and the
+    /// joins were 1.3 % of a small GET).
     func next() -> String {
         let number = counter.wrappingAdd(1, ordering: .relaxed).newValue
-        return prefix + "-" + String(number, radix: 16)
+        let digits = max((64 - number.leadingZeroBitCount + 3) / 4, 1)
+        return String(unsafeUninitializedCapacity: 9 + digits) { buffer in
+            let hex: StaticString = "0123456789abcdef"
+            let table = hex.utf8Start
+            for index in 0..<8 { buffer[index] = table[Int((prefix >> UInt32(28 - 4 * index)) & 0xF)] }
+            buffer[8] = UInt8(ascii: "-")
+            for index in 0..<digits { buffer[8 + digits - index] = table[Int((number >> UInt64(4 * index)) & 0xF)] }
+            return 9 + digits
+        }
     }
 
     /// The client's `X-Request-ID` when it can name a request in a log line and a JSON string as it is

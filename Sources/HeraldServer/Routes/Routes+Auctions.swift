@@ -30,7 +30,7 @@ extension Routes {
         read("/auctions/{id}") { request in
             let auction = try auctions.get(try request.auctionID())
             let (bytes, etag) = encodings.encoded(auction, at: auctions.now)
-            return Response(status: .ok, headers: Response.jsonHeaders + [.eTag: etag], body: .bytes(bytes))
+            return .json(bytes: bytes, etag: etag)
         }
         read("/auctions/{id}/bids") { request in
             let paging = try Paging(request)

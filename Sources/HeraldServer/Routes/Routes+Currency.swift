@@ -7,7 +7,7 @@ extension Routes {
     mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
         read("/currency") { _ in
             let value = currency.value
-            return .json(value.json, headers: [.eTag: EntityTag.of(value)])
+            return .json(value.json, etag: EntityTag.of(value))
         }
         write(.put, "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())

@@ -28,7 +28,7 @@ extension Routes {
         add(.get, "/trips/events") { request in try events.streamCollection(request, TripBoard.collectionTopic) }
         read("/trips/{id}") { request in
             let trip = try trips.get(request.parameter("id"))
-            return .json(trip.json(locale: request.locale), headers: [.eTag: EntityTag.of(trip)])
+            return .json(trip.json(locale: request.locale), etag: EntityTag.of(trip))
         }
         let replicated = replicated
         write(.patch, "/trips/{id}", topic: "trips/{id}") { request, _ in

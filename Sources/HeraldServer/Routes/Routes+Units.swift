@@ -16,7 +16,7 @@ extension Routes {
         add(.get, "/units/events") { request in try events.streamCollection(request, UnitStore.collectionTopic) }
         read("/units/{id}") { request in
             let unit = try units.get(request.parameter("id"))
-            return .json(unit.json, headers: [.eTag: EntityTag.of(unit)])
+            return .json(unit.json, etag: EntityTag.of(unit))
         }
         // `If-Match` and `If-None-Match` are checked on the writer, against the unit as the change sees
         // it: of two changes racing with one version (on one Herald or on replicas), one is made.
