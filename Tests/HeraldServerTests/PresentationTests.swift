@@ -85,6 +85,29 @@ import Testing
     }
 }
 
+/// A unit's kept JSON and tag are those of the unit as it is, through changes of each field, and a
+/// cache past its limit starts again; every currency's are its own.
+@Suite struct UnitAndCurrencyEncodingTests {
+    @Test func theKeptUnitAndItsTagAreAlwaysTheCurrentOnes() {
+        let encodings = UnitEncodings(limit: 3)
+        var units = [HeraldDomain.Unit(id: "a", name: "one", status: .healthy), HeraldDomain.Unit(id: "b", name: "two", status: .healthy)]
+        for step in 0..<40 {
+            let index = step % units.count
+            if step % 3 == 0 { units[index] = HeraldDomain.Unit(id: units[index].id, name: "n\(step)", status: units[index].status) }
+            if step % 5 == 0 { units[index] = HeraldDomain.Unit(id: units[index].id, name: units[index].name, status: step % 2 == 0 ? .dead : .wounded) }
+            if step == 20 { units.append(HeraldDomain.Unit(id: "c", name: "three", status: .healthy)); units.append(HeraldDomain.Unit(id: "d", name: "four", status: .dead)) }
+            for unit in units {
+                let (bytes, etag) = encodings.encoded(unit)
+                #expect(bytes == unit.json.bytes && etag == EntityTag.of(unit), "\(unit) at step \(step)")
+            }
+        }
+        for currency in Currency.allCases {
+            #expect(CurrencyEncodings.encoded(currency).bytes == currency.json.bytes)
+            #expect(CurrencyEncodings.encoded(currency).etag == EntityTag.of(currency))
+        }
+    }
+}
+
 /// A sink that takes every change and keeps nothing.
 private final class InlineSink: ChangeSink {
     func publish(_ event: DomainEvent) {}

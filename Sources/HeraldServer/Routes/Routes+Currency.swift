@@ -6,8 +6,8 @@ import HeraldJSON
 extension Routes {
     mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
         read("/currency") { _ in
-            let value = currency.value
-            return .json(value.json, etag: EntityTag.of(value))
+            let (bytes, etag) = CurrencyEncodings.encoded(currency.value)
+            return .json(bytes: bytes, etag: etag)
         }
         write(.put, "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())

@@ -6,6 +6,7 @@ import HTTPTypes
 
 extension Routes {
     mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
+        let encodings = UnitEncodings()
         read("/units") { request in
             let paging = try Paging(request)
             // `?status=wounded,dead`: units with any of those statuses, read as `/units/events` reads it.
@@ -15,8 +16,8 @@ extension Routes {
         }
         add(.get, "/units/events") { request in try events.streamCollection(request, UnitStore.collectionTopic) }
         read("/units/{id}") { request in
-            let unit = try units.get(request.parameter("id"))
-            return .json(unit.json, etag: EntityTag.of(unit))
+            let (bytes, etag) = encodings.encoded(try units.get(request.parameter("id")))
+            return .json(bytes: bytes, etag: etag)
         }
         // `If-Match` and `If-None-Match` are checked on the writer, against the unit as the change sees
         // it: of two changes racing with one version (on one Herald or on replicas), one is made.
