@@ -81,11 +81,7 @@ extension JSONValue {
     static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings need no escaping: copy them whole.
-        let plain = s.utf8.withContiguousStorageIfAvailable { bytes in
-            bytes.allSatisfy { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0xE2 }
-        }
-        if plain == true {
-            out.append(contentsOf: s.utf8)
+        if out.appendUTF8(s, ifAll: { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0xE2 }) {
             out.append(UInt8(ascii: "\""))
             return
         }

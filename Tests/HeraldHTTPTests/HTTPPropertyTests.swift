@@ -33,6 +33,21 @@ import Testing
         }
     }
 
+    /// A header name is a token exactly when each byte is a letter, a digit or one of RFC 9110's
+    /// punctuation, checked byte by byte against that definition.
+    @Test func tokensAreTheRFCsTokens() {
+        let punctuation = Set("!#$%&'*+-.^_`|~".utf8)
+        func reference(_ bytes: [UInt8]) -> Bool {
+            !bytes.isEmpty && bytes.allSatisfy { punctuation.contains($0) || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) }
+        }
+        for byte in UInt8(0x01)...UInt8(0x7F) {
+            for text in [[byte], [0x41, byte], [byte, 0x7A, 0x2D]] {
+                #expect(RequestGuard.isToken(String(decoding: text, as: UTF8.self)) == reference(text), "\(text)")
+            }
+        }
+        #expect(!RequestGuard.isToken("") && !RequestGuard.isToken("é") && RequestGuard.isToken("X-Request-ID"))
+    }
+
     /// A route matches only a path of its shape (as many segments, each literal in place), and binds
     /// each parameter to the segment at its place; the most literal shape wins; anything else is 404.
     @Test func routingMatchesOnlyPathsOfARegisteredShape() {

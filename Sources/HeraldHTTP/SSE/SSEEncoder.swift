@@ -1,3 +1,5 @@
+import HeraldJSON
+
 /// Writes Server-Sent Events wire format.
 public enum SSEEncoder {
     /// The first bytes of every stream: a comment, so clients see the stream open at once, and the retry.
@@ -18,12 +20,12 @@ public enum SSEEncoder {
     public static func append(_ message: SSEMessage, to out: inout [UInt8]) {
         if let id = message.id {
             out.append(contentsOf: "id: ".utf8)
-            out.append(contentsOf: id.utf8)
+            out.appendUTF8(id)
             out.append(0x0A)
         }
         if let event = message.event {
             out.append(contentsOf: "event: ".utf8)
-            out.append(contentsOf: event.utf8)
+            out.appendUTF8(event)
             out.append(0x0A)
         }
         out.append(contentsOf: "data: ".utf8)

@@ -1,4 +1,5 @@
 import Glibc
+import HeraldJSON
 import HTTPTypes
 import Synchronization
 
@@ -24,9 +25,9 @@ enum StreamHead {
         head.append(contentsOf: date(now))
         head.append(contentsOf: "\r\n".utf8)
         for field in headers {
-            head.append(contentsOf: field.name.rawName.utf8)
+            head.appendUTF8(field.name.rawName)
             head.append(contentsOf: ": ".utf8)
-            head.append(contentsOf: field.value.utf8)
+            head.appendUTF8(field.value)
             head.append(contentsOf: "\r\n".utf8)
         }
         head.append(contentsOf: framing.utf8)

@@ -54,7 +54,7 @@ extension HTTPServer {
             // The id is letters, digits and JSON-safe punctuation (`RequestIDs.isUsable`): no escaping.
             var body = Array(bytes.dropLast())
             body.append(contentsOf: (bytes.count > 2 ? #","requestId":""# : #""requestId":""#).utf8)
-            body.append(contentsOf: id.utf8)
+            body.appendUTF8(id)
             body.append(contentsOf: #""}"#.utf8)
             response.body = .bytes(body)
         }

@@ -128,12 +128,12 @@ public final class AccessLog: Sendable {
             bytes.append(contentsOf: " info herald:".utf8)
             for (key, value) in fields {
                 bytes.append(0x20)
-                bytes.append(contentsOf: key.utf8)
+                bytes.appendUTF8(key)
                 bytes.append(0x3D)
                 Self.text(value, into: &bytes)
             }
             bytes.append(contentsOf: " [HeraldServer] ".utf8)
-            bytes.append(contentsOf: message.utf8)
+            bytes.appendUTF8(message)
             bytes.append(0x0A)
         case .json:
             bytes.append(contentsOf: #"{"time":""#.utf8)
@@ -186,22 +186,18 @@ public final class AccessLog: Sendable {
 
     /// `value` as the text format writes a metadata value: controls and `\` escaped.
     static func text(_ value: String, into out: inout [UInt8]) {
-        let utf8 = value.utf8
-        if utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C }) {
-            out += utf8
-        } else {
-            out += EscapingLogHandler.escaped(value).utf8
+        if !out.appendUTF8(value, ifAll: { $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C }) {
+            out.appendUTF8(EscapingLogHandler.escaped(value))
         }
     }
 
     /// `value` as a JSON string, quotes included.
     static func json(_ value: String, into out: inout [UInt8]) {
-        let utf8 = value.utf8
-        if utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x7F }) {
-            out.append(0x22)
-            out += utf8
+        out.append(0x22)
+        if out.appendUTF8(value, ifAll: { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x7F }) {
             out.append(0x22)
         } else {
+            out.removeLast()
             out += JSONValue.string(value).bytes
         }
     }

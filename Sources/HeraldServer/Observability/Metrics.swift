@@ -26,7 +26,14 @@ public final class Metrics: Sendable {
     }
 
     /// Each route, method and status's counter and histogram, made once.
-    private let requests = Lock<[RequestKey: RequestMetrics]>([:])
+    private struct Requests {
+        var byKey: [RequestKey: RequestMetrics] = [:]
+        /// The last key counted and its metrics: a run of one route's requests (a poller, a load test)
+        /// compares two short strings instead of hashing them.
+        var last: (key: RequestKey, metrics: RequestMetrics)?
+    }
+
+    private let requests = Lock(Requests())
     private let publishedCounters = Lock<[String: Counter]>([:])
     private let streamsClosed = Lock<[String: Counter]>([:])
     let delivered: Counter
@@ -64,13 +71,18 @@ public final class Metrics: Sendable {
     func answered(method: String, route: String?, status: Int, duration: Duration) {
         let key = RequestKey(method: Self.isKnown(method) ? method : "other", route: route ?? "unmatched", status: status)
         let metrics = requests.withLock { requests in
-            if let made = requests[key] { return made }
+            if let last = requests.last, last.key == key { return last.metrics }
+            if let made = requests.byKey[key] {
+                requests.last = (key, made)
+                return made
+            }
             let labels = [("method", key.method), ("route", key.route), ("status", String(status))]
             let made = RequestMetrics(
                 count: registry.makeCounter(descriptor: Metrics.describe("herald_http_requests_total", "Requests answered, by method, route pattern and status."), labels: labels),
                 duration: registry.makeDurationHistogram(descriptor: Metrics.describe("herald_http_request_duration_seconds", "From a request's head to its answer (for a stream, to its first bytes)."), labels: labels,
                                                          buckets: Self.requestBuckets))
-            requests[key] = made
+            requests.byKey[key] = made
+            requests.last = (key, made)
             return made
         }
         metrics.count.increment()
