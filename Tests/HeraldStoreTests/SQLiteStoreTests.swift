@@ -19,7 +19,7 @@ import Testing
         defer { removeTemporaryDirectory(dir) }
         let store = try SQLiteStore(directory: dir)
         let pages = try #require(try store.connection.withLock { try $0.text("PRAGMA page_count") }.flatMap { Int($0) })
-        _ = try store.connection.withLock { try $0.text("PRAGMA max_page_count = \(pages + 2)") }
+        try store.connection.withLock { try $0.execute("PRAGMA max_page_count = \(pages + 2)") }
         let big = [UInt8](repeating: 0x61, count: 4096)
         var failure: StoreError?
         var stored: UInt64 = 0
