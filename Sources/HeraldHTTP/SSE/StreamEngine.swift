@@ -19,70 +19,6 @@ import Synchronization
 /// HTTP/1.1). The stream is probed with a heartbeat; a client that closed the whole socket answers it
 /// with a reset (EPOLLHUP/EPOLLERR), and only then is the stream dropped.
 public final class StreamEngine: Sendable {
-    private struct Inbox {
-        var added: [EventStream] = []
-        var woken: [EventStream] = []
-        var closeAll: EventStream.Closing?
-
-        var isEmpty: Bool { added.isEmpty && woken.isEmpty && closeAll == nil }
-    }
-
-    /// A loop's thread's own state (bound to it).
-    private final class Owned {
-        var streams: [UInt64: EventStream] = [:]
-        var ready: [EventStream] = []
-        /// Streams woken on the loop's own thread (by fan-out), which need no inbox and no signal.
-        var woken: [EventStream] = []
-        /// Streams of other loops woken on this one's thread (by fan-out, on the first loop), handed to
-        /// each of those loops in one go: by loop index.
-        var staged: [[EventStream]]
-        /// Streams that end when their token expires.
-        var expiry = ExpiryWheel()
-        /// Streams closed since malloc last gave memory back to the system.
-        var closedSinceTrim = 0
-
-        init(loops: Int) { staged = Array(repeating: [], count: loops) }
-    }
-
-    /// One thread of the engine: its epoll set, its eventfd, its inbox and its streams.
-    private final class Loop: Sendable {
-        let index: Int
-        let epoll: Int32
-        let wakeup: Int32
-        let inbox = Lock(Inbox())
-        let signaled = Atomic<Bool>(false)
-        /// Streams this loop holds or is about to (for choosing the loop of the next).
-        let held = Atomic<Int>(0)
-        let done = DispatchSemaphore(value: 0)
-        /// The loop's thread, which owns `Owned` and every stream once it is registered.
-        let thread: OwnerThread
-        private let bound: ThreadBound<Owned>
-        /// The loop thread's state; a debug build stops when another thread reaches for it.
-        var owned: Owned { bound.withValue { $0 } }
-
-        init(index: Int, of count: Int) {
-            self.index = index
-            // The first loop keeps the engine's old name: it is the one that fans out.
-            thread = OwnerThread(name: index == 0 ? "herald-streams" : "herald-streams\(index)")
-            bound = ThreadBound(Owned(loops: count), owner: thread)
-            epoll = cepoll_create()
-            wakeup = cepoll_eventfd()
-            _ = cepoll_add(epoll, wakeup, CEPOLL_IN, 0)
-        }
-
-        deinit {
-            close(epoll)
-            close(wakeup)
-        }
-
-        /// Wakes the loop's thread. Cheap when it is awake already: one eventfd write per sleep.
-        func signal() {
-            guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            var one: UInt64 = 1
-            _ = write(wakeup, &one, 8)
-        }
-    }
-
     /// After this many streams close and none is left on a loop, free memory goes back to the system.
     static let trimAfter = 1000
     /// Loops at most (`WakeHold` keeps one bit for each).
@@ -97,24 +33,24 @@ public final class StreamEngine: Sendable {
     /// Streams one client address may hold; nil: no limit.
     let perClientLimit: Int?
     /// Told of each stream's end and of the events written.
-    private let observer: (any HTTPObserver)?
+    let observer: (any HTTPObserver)?
     /// Open streams by client address (for `perClientLimit`, and the server's connections per address).
-    private let clients = Lock<[String: Int]>([:])
+    let clients = Lock<[String: Int]>([:])
     /// Runs about once a second on the first loop's thread.
-    private let tickHooks = Lock<[@Sendable () -> Void]>([])
+    let tickHooks = Lock<[@Sendable () -> Void]>([])
     /// The engine's time (heartbeats, the tick, stream expiry).
-    private let clock: any StreamClock
-    private var elapsed: Duration { clock.elapsed }
-    private var elapsedSeconds: Double { elapsed.inSeconds }
+    let clock: any StreamClock
+    var elapsed: Duration { clock.elapsed }
+    var elapsedSeconds: Double { elapsed.inSeconds }
     /// How long before its end a stream is warned (`EventFeed.warnExpiring`), in seconds.
     let expiryWarning: Double
-    private let streamCount = Atomic<Int>(0)
+    let streamCount = Atomic<Int>(0)
     private let nextToken = Atomic<UInt64>(1)
-    private let hooks = Lock<[@Sendable () -> Void]>([])
+    let hooks = Lock<[@Sendable () -> Void]>([])
     private let started = Atomic<Bool>(false)
-    private let stopped = Atomic<Bool>(false)
+    let stopped = Atomic<Bool>(false)
     /// The loops; the first runs the hooks (fan-out) and the tick.
-    private let loops: [Loop]
+    let loops: [Loop]
 
     /// - Parameter threads: loops, each a thread with its own epoll set and share of the streams (1 to `threadLimit`).
     init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock(),
@@ -223,7 +159,7 @@ public final class StreamEngine: Sendable {
     func held(by client: String) -> Int { clients.withLock { $0[client, default: 0] } }
 
     /// One stream of `client` fewer.
-    private func release(_ client: String) {
+    func release(_ client: String) {
         clients.withLock { clients in
             let left = clients[client, default: 1] - 1
             clients[client] = left > 0 ? left : nil
@@ -289,301 +225,5 @@ public final class StreamEngine: Sendable {
             _ = write(loop.wakeup, &one, 8)
         }
         for loop in loops { loop.done.wait() }
-    }
-
-    // MARK: - A loop's thread
-
-    private func run(_ loop: Loop, heartbeat: Duration?) {
-        loop.thread.bindToCurrentThread()
-        // As a batch thread a loop, woken while a request is being answered, does not take the core
-        // from the request thread (no wake-up preemption); over time the two still share it evenly.
-        // Measured with 10,000 watchers: bid p99 0.8 ms as a batch thread, 4.2 ms as an ordinary one.
-        _ = clinux_batch_this_thread()
-        let owned = loop.owned
-        let first = loop.index == 0
-        var tokens = [UInt64](repeating: 0, count: 512)
-        var events = [UInt32](repeating: 0, count: 512)
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
-        defer { scratch.deallocate() }
-        var heartbeats = heartbeat.map { HeartbeatSchedule(every: $0, from: elapsed) }
-        var nextTick = elapsed + .seconds(1)
-        while !stopped.load(ordering: .acquiring) {
-            // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
-            // be sent (its client stopped reading) delays delivery by a second at most.
-            var timeout: Int32 = 1000
-            if !owned.ready.isEmpty || !owned.woken.isEmpty || !loop.inbox.withLock({ $0.isEmpty }) {
-                timeout = 0
-            } else if let left = heartbeats?.wait(at: elapsed) {
-                timeout = left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            }
-            let count = tokens.withUnsafeMutableBufferPointer { tokens in
-                events.withUnsafeMutableBufferPointer { cepoll_wait(loop.epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }
-            }
-            if count < 0, errno != EINTR { break }
-            for index in 0..<max(Int(count), 0) {
-                if tokens[index] == 0 {
-                    var value: UInt64 = 0
-                    _ = read(loop.wakeup, &value, 8)
-                    continue
-                }
-                guard let stream = owned.streams[tokens[index]] else { continue }
-                handle(events[index], on: stream, in: loop, scratch: scratch)
-            }
-            loop.signaled.store(false, ordering: .releasing)
-            if first {
-                for hook in hooks.withLock({ $0 }) { hook() }
-                // The other loops start writing while this one writes its own share.
-                handOverStaged(from: loop)
-            }
-            let (added, woken, closeAll) = loop.inbox.withLock { inbox in
-                defer { inbox = Inbox() }
-                return (inbox.added, inbox.woken, inbox.closeAll)
-            }
-            for stream in added { register(stream, in: loop) }
-            for stream in woken { owned.woken.append(stream) }
-            for stream in owned.woken {
-                stream.scheduled.store(false, ordering: .releasing)
-                owned.ready.append(stream)
-            }
-            owned.woken.removeAll(keepingCapacity: true)
-            if let closeAll {
-                for stream in owned.streams.values {
-                    stream.closing = max(stream.closing ?? closeAll, closeAll)
-                    stream.closingReason = .shutdown
-                    owned.ready.append(stream)
-                }
-            }
-            let ready = owned.ready
-            owned.ready.removeAll(keepingCapacity: true)
-            for stream in ready where stream.registered && !stream.closed { flush(stream, in: loop) }
-            if heartbeats?.take(at: elapsed) == true { heartbeatRound(loop) }
-            if elapsed >= nextTick {
-                nextTick = elapsed + .seconds(1)
-                endExpired(loop)
-                if first { for hook in tickHooks.withLock({ $0 }) { hook() } }
-            }
-            handOverStaged(from: loop)
-        }
-        for stream in Array(owned.streams.values) { drop(stream, .shutdown, in: loop) }
-        // A stream left in a list would hold its feed and, through it, the hub, which holds the engine.
-        owned.ready.removeAll()
-        owned.woken.removeAll()
-        for index in owned.staged.indices { owned.staged[index].removeAll() }
-        // Whatever came in after the last pass: streams never registered are closed, wake-ups dropped.
-        for stream in loop.inbox.withLock({ inbox in defer { inbox = Inbox() }; return inbox.added }) {
-            close(stream.socket)
-            stream.feed.close()
-        }
-        loop.done.signal()
-    }
-
-    /// Gives each other loop the streams of its that were woken on this loop's thread: one lock and one
-    /// wake-up per loop, however many streams.
-    private func handOverStaged(from loop: Loop) {
-        guard loops.count > 1 else { return }
-        let owned = loop.owned
-        for index in owned.staged.indices where !owned.staged[index].isEmpty {
-            let target = loops[index]
-            let streams = owned.staged[index]
-            owned.staged[index].removeAll(keepingCapacity: true)
-            let added = target.inbox.withLock { inbox -> Bool in
-                guard !stopped.load(ordering: .acquiring) else { return false }
-                inbox.woken.append(contentsOf: streams)
-                return true
-            }
-            if added { target.signal() }
-        }
-    }
-
-    private func register(_ stream: EventStream, in loop: Loop) {
-        // Two system calls saved on a socket whose options are as accepted (Nagle off from the listener).
-        if !stream.asAccepted { clinux_send_immediately(stream.socket) }
-        guard cepoll_add(loop.epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
-            stream.closed = true
-            close(stream.socket)
-            loop.held.wrappingSubtract(1, ordering: .relaxed)
-            streamCount.wrappingSubtract(1, ordering: .relaxed)
-            release(stream.client)
-            stream.feed.close()
-            return
-        }
-        stream.registered = true
-        loop.owned.streams[stream.token] = stream
-        loop.owned.ready.append(stream)
-        file(stream, in: loop)
-    }
-
-    /// Files the stream's end, and its warning, in the expiry wheel. Filed again when a renewable
-    /// feed's end moved: an entry of an end that moved finds its stream not due, and does nothing.
-    private func file(_ stream: EventStream, in loop: Loop) {
-        stream.deadline = stream.feed.expires
-        stream.warned = false
-        guard let expires = stream.deadline else {
-            (stream.endsAt, stream.warnsAt) = (.infinity, .infinity)
-            return
-        }
-        let (now, left) = (elapsed, expires.timeIntervalSince(clock.date))
-        stream.endsAt = elapsedSeconds + left
-        stream.warnsAt = stream.endsAt - expiryWarning
-        loop.owned.expiry.add(stream.token, secondsLeft: left, at: now)
-        // Opened (or renewed) with less time than the warning: warned at the next tick.
-        loop.owned.expiry.add(stream.token, secondsLeft: max(left - expiryWarning, 0), at: now)
-    }
-
-    /// Warns each stream whose end is near, and ends, cleanly, each whose token has expired: what is
-    /// queued goes out, then the feed's `expired` bytes, then the body's end. The wheel gives a stream
-    /// at the first tick at or past the second its end (or warning) falls in, so `elapsedSeconds` has
-    /// reached the time filed.
-    private func endExpired(_ loop: Loop) {
-        let now = elapsedSeconds
-        for token in loop.owned.expiry.take(through: elapsed.components.seconds) {
-            guard let stream = loop.owned.streams[token], stream.deadline != nil else { continue }
-            if now >= stream.endsAt {
-                stream.closing = max(stream.closing ?? .graceful, .graceful)
-                stream.closingReason = stream.closingReason ?? .expired
-                loop.owned.ready.append(stream)
-            } else if now >= stream.warnsAt, !stream.warned {
-                stream.warned = true
-                if stream.feed.warnExpiring() { loop.owned.ready.append(stream) }
-            }
-        }
-    }
-
-    private func handle(_ bits: UInt32, on stream: EventStream, in loop: Loop, scratch: UnsafeMutableRawBufferPointer) {
-        if bits & (CEPOLL_HUP | CEPOLL_ERR) != 0 {
-            drop(stream, .clientLeft, in: loop)
-            return
-        }
-        if bits & (CEPOLL_IN | CEPOLL_RDHUP) != 0 {
-            let wasFinished = stream.peerFinished
-            guard stream.discardInput(into: scratch) else {
-                drop(stream, .clientLeft, in: loop)
-                return
-            }
-            if stream.peerFinished, !stream.feed.heartbeats {
-                // A held request's client half-closed (HTTP/1.1 allows it after the request), or left:
-                // it gets the answer as it stands now, as at the wait's end; one that is gone resets.
-                stream.closing = max(stream.closing ?? .graceful, .graceful)
-                loop.owned.ready.append(stream)
-                return
-            }
-            if stream.peerFinished, !wasFinished, !stream.hasPending {
-                // Half-closed, or gone: a heartbeat to a closed socket is answered with a reset.
-                stream.load(Self.heartbeatBuffer)
-                guard stream.write() else {
-                    drop(stream, .clientLeft, in: loop)
-                    return
-                }
-            }
-        }
-        if bits & CEPOLL_OUT != 0, stream.blocked {
-            stream.blocked = false
-            loop.owned.ready.append(stream)
-        }
-    }
-
-    /// Writes what the stream has pending, then what its feed has queued, until the feed is idle or
-    /// the socket is full. A stream with much queued yields after a few writes, so one busy client
-    /// cannot hold up the others.
-    private func flush(_ stream: EventStream, in loop: Loop) {
-        if stream.closing == .abort {
-            drop(stream, stream.closingReason ?? .shutdown, in: loop)
-            return
-        }
-        // A renewal moved the end (and woke the stream): file it again, unless it is ending already.
-        if stream.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream, in: loop) }
-        guard !stream.blocked else { return }
-        for _ in 0..<4 {
-            if stream.hasPending {
-                // While first events remain untaken, the next take has some: this write is not the last.
-                guard stream.write(more: stream.feed.catchingUp) else {
-                    drop(stream, .clientLeft, in: loop)
-                    return
-                }
-                if stream.blocked { return }
-            }
-            if stream.ending {
-                finish(stream, in: loop)
-                return
-            }
-            var buffer = EventStream.buffer()
-            let before = stream.feed.eventsTaken
-            let poll = stream.feed.take(into: &buffer, limit: stream.takeSize)
-            if let observer {
-                let taken = stream.feed.eventsTaken - before
-                if taken > 0 { observer.delivered(taken) }
-            }
-            switch poll {
-            case .taken:
-                // An empty chunk would end the body.
-                if buffer.count > EventStream.headroom { stream.load(buffer) }
-            case .complete:
-                if buffer.count > EventStream.headroom { stream.load(buffer) }
-                stream.ending = true
-                if stream.framing == .chunked { stream.out += Self.lastChunk }
-            case .idle:
-                if stream.closing == .graceful {
-                    stream.ending = true
-                    var last = EventStream.buffer()
-                    if stream.closingReason == .expired { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
-                    if last.count > EventStream.headroom { stream.load(last) }
-                    if stream.framing == .chunked { stream.out += Self.lastChunk }
-                }
-                if !stream.ending { return }
-            case .finished:
-                drop(stream, stream.feed.overflowed ? .slowConsumer : .finished, in: loop)
-                return
-            }
-        }
-        loop.owned.ready.append(stream)
-    }
-
-    /// The body's end is out: close the sending side, then the socket.
-    private func finish(_ stream: EventStream, in loop: Loop) {
-        shutdown(stream.socket, Int32(SHUT_WR))
-        drop(stream, stream.closingReason ?? .finished, in: loop)
-    }
-
-    /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
-    /// could not write through two rounds has a client that stopped reading, and is dropped (it
-    /// resumes with `Last-Event-ID` when it reconnects).
-    private func heartbeatRound(_ loop: Loop) {
-        for stream in Array(loop.owned.streams.values) where stream.feed.heartbeats {
-            switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.ending) {
-            case .nothing: continue
-            case .stoppedReading: drop(stream, .slowConsumer, in: loop)
-            case .heartbeat:
-                stream.load(Self.heartbeatBuffer)
-                if !stream.write() { drop(stream, .clientLeft, in: loop) } else { stream.liveness.sentHeartbeat() }
-            }
-        }
-    }
-
-    /// `: heartbeat`, in a write buffer.
-    private static let heartbeatBuffer: [UInt8] = EventStream.buffer() + SSEEncoder.heartbeat
-
-    /// The last chunk of a chunked body.
-    private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
-
-    /// Closes the socket and ends the feed (which removes the observer), and tells why.
-    private func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop) {
-        guard !stream.closed else { return }
-        observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
-                                            duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
-        stream.closed = true
-        _ = cepoll_remove(loop.epoll, stream.socket)
-        close(stream.socket)
-        stream.out = []
-        loop.owned.streams.removeValue(forKey: stream.token)
-        loop.held.wrappingSubtract(1, ordering: .relaxed)
-        streamCount.wrappingSubtract(1, ordering: .relaxed)
-        release(stream.client)
-        stream.feed.close()
-        loop.owned.closedSinceTrim += 1
-        if loop.owned.streams.isEmpty, loop.owned.closedSinceTrim >= Self.trimAfter {
-            // Many subscribers gone at once: glibc keeps their freed memory unless asked to return it.
-            loop.owned.closedSinceTrim = 0
-            _ = clinux_malloc_trim()
-        }
     }
 }
