@@ -220,13 +220,11 @@ import Testing
     /// answers requests (the writer's or libmicrohttpd's). The property itself is checked, not a
     /// timing: how fast a bid is answered with many watchers is measured in `Benchmarks/`.
     @Test func aBidDoesNotWaitForItsWatchers() throws {
-        let server = try TestHerald { ($0.http.streamsPerClient, $0.http.connectionsPerSecond, $0.http.connectionsPerAddress) = (nil, nil, nil) }
+        let server = try Self.serverForOneAddress()
         defer { server.stop() }
         let client = server.client()
-        let watched = try server.auction(countdown: 3600)
-        let fleet = try SSEFleet(port: server.port, path: "/auctions/\(watched)/events", count: 1000)
+        let (watched, fleet) = try Self.watchedAuction(on: server, watchers: 1000)
         defer { fleet.close() }
-        #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { $0.count >= 1 } }, "every watcher got its snapshot")
         for amount in 1...40 {
             #expect(try client.post("/auctions/\(watched)/bids", #"{"bidder":"b","amount":\#(amount)}"#).status == 201)
         }
@@ -240,16 +238,11 @@ import Testing
     /// bids reach every one of them, in order and once each, though fan-out ran on the first loop
     /// alone; and stopping ends every stream on every loop with its body's last chunk.
     @Test func threeLoopsShareTheStreamsAndEachGetsEveryEvent() throws {
-        let server = try TestHerald {
-            ($0.http.streamsPerClient, $0.http.connectionsPerSecond, $0.http.connectionsPerAddress) = (nil, nil, nil)
-            $0.http.streamThreads = 3
-        }
+        let server = try Self.serverForOneAddress(streamThreads: 3)
         defer { server.stop() }
         let client = server.client()
-        let watched = try server.auction(countdown: 3600)
-        let fleet = try SSEFleet(port: server.port, path: "/auctions/\(watched)/events", count: 300)
+        let (watched, fleet) = try Self.watchedAuction(on: server, watchers: 300)
         defer { fleet.close() }
-        #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { $0.count >= 1 } }, "every watcher got its snapshot")
         #expect(server.herald.streamsByThread == [100, 100, 100])
         var ids: [String] = []
         for amount in 1...40 {
@@ -266,5 +259,21 @@ import Testing
         server.stop()
         #expect(fleet.pump(timeout: 60) { $0.closedCount == 300 })
         #expect(fleet.cleanEndCount == 300, "every stream ended with its last chunk")
+    }
+
+    /// A server without the per-address limits: every watcher of these tests comes from 127.0.0.1.
+    private static func serverForOneAddress(streamThreads: Int? = nil) throws -> TestHerald {
+        try TestHerald {
+            ($0.http.streamsPerClient, $0.http.connectionsPerSecond, $0.http.connectionsPerAddress) = (nil, nil, nil)
+            if let streamThreads { $0.http.streamThreads = streamThreads }
+        }
+    }
+
+    /// An auction that runs for an hour, and `watchers` streams of it, each past its snapshot.
+    private static func watchedAuction(on server: TestHerald, watchers: Int) throws -> (id: String, fleet: SSEFleet) {
+        let watched = try server.auction(countdown: 3600)
+        let fleet = try SSEFleet(port: server.port, path: "/auctions/\(watched)/events", count: watchers)
+        #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { $0.count >= 1 } }, "every watcher got its snapshot")
+        return (watched, fleet)
     }
 }

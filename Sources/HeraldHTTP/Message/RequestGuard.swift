@@ -76,11 +76,8 @@ public struct RequestGuard: Sendable {
     private static func equalsIgnoringCase(_ text: String, _ name: StaticString) -> Bool {
         let other = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         guard text.utf8.count == other.count else { return false }
-        var index = 0
-        return bytes(of: text) { byte in
-            defer { index += 1 }
-            return (byte | 0x20) == other[index]
-        }
+        let equal = { (bytes: UnsafeBufferPointer<UInt8>) in zip(bytes, other).allSatisfy { ($0 | 0x20) == $1 } }
+        return text.utf8.withContiguousStorageIfAvailable(equal) ?? zip(text.utf8, other).allSatisfy { ($0 | 0x20) == $1 }
     }
 
     /// Whether every byte of `text` passes: over its contiguous bytes when it has them (a native

@@ -70,7 +70,7 @@ public struct Response: Sendable {
     }
 
     /// `Content-Type: application/json`, made once.
-    public static let jsonHeaders: HTTPFields = [.contentType: "application/json"]
+    public static let jsonHeaders = HTTPFields([jsonContentType])
 
     /// A response with no body.
     public static func empty(status: HTTPResponse.Status, headers: HTTPFields = [:]) -> Response {

@@ -65,6 +65,11 @@ extension StreamEngine {
         /// Wakes the loop's thread. Cheap when it is awake already: one eventfd write per sleep.
         func signal() {
             guard !signaled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            wakeNow()
+        }
+
+        /// Writes the loop's eventfd, whether or not a wake-up is pending.
+        func wakeNow() {
             var one: UInt64 = 1
             _ = write(wakeup, &one, 8)
         }
@@ -178,9 +183,7 @@ extension StreamEngine {
         guard cepoll_add(loop.epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
             stream.closed = true
             close(stream.socket)
-            loop.held.wrappingSubtract(1, ordering: .relaxed)
-            streamCount.wrappingSubtract(1, ordering: .relaxed)
-            release(stream.client)
+            forget(stream.client, on: loop)
             stream.feed.close()
             return
         }
@@ -352,9 +355,7 @@ extension StreamEngine {
         close(stream.socket)
         stream.out = []
         loop.owned.streams.removeValue(forKey: stream.token)
-        loop.held.wrappingSubtract(1, ordering: .relaxed)
-        streamCount.wrappingSubtract(1, ordering: .relaxed)
-        release(stream.client)
+        forget(stream.client, on: loop)
         stream.feed.close()
         loop.owned.closedSinceTrim += 1
         if loop.owned.streams.isEmpty, loop.owned.closedSinceTrim >= Self.trimAfter {

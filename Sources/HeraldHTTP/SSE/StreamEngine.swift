@@ -67,9 +67,6 @@ public final class StreamEngine: Sendable {
     /// Open streams.
     public var count: Int { streamCount.load(ordering: .relaxed) }
 
-    /// The loops, each a thread.
-    public var threads: Int { loops.count }
-
     /// Open streams on each loop, in order.
     public var countsByThread: [Int] { loops.map { $0.held.load(ordering: .relaxed) } }
 
@@ -146,9 +143,7 @@ public final class StreamEngine: Sendable {
             return true
         }
         guard added else {
-            loop.held.wrappingSubtract(1, ordering: .relaxed)
-            streamCount.wrappingSubtract(1, ordering: .relaxed)
-            release(client)
+            forget(client, on: loop)
             throw .full
         }
         if let hold, hold.keep(loop.index) { return }
@@ -158,8 +153,15 @@ public final class StreamEngine: Sendable {
     /// Streams `client` holds.
     func held(by client: String) -> Int { clients.withLock { $0[client, default: 0] } }
 
+    /// One stream fewer: on `loop`, in all, and of `client` (one added, or one dropped).
+    func forget(_ client: String, on loop: Loop) {
+        loop.held.wrappingSubtract(1, ordering: .relaxed)
+        streamCount.wrappingSubtract(1, ordering: .relaxed)
+        release(client)
+    }
+
     /// One stream of `client` fewer.
-    func release(_ client: String) {
+    private func release(_ client: String) {
         clients.withLock { clients in
             let left = clients[client, default: 1] - 1
             clients[client] = left > 0 ? left : nil
@@ -220,10 +222,8 @@ public final class StreamEngine: Sendable {
         guard !stopped.exchange(true, ordering: .acquiring) else { return }
         defer { hooks.withLock { $0 = [] } }
         guard started.load(ordering: .relaxed) else { return }
-        for loop in loops {
-            var one: UInt64 = 1
-            _ = write(loop.wakeup, &one, 8)
-        }
+        // Woken whatever their flag says: each must see `stopped`.
+        for loop in loops { loop.wakeNow() }
         for loop in loops { loop.done.wait() }
     }
 }

@@ -40,14 +40,16 @@ extension HTTPServer {
         String(target.prefix { $0 != "?" }.prefix(200))
     }
 
-    /// `response` with `X-Request-ID`, and with `requestId` in its problem document: every problem,
-    /// whoever made it, names the request the log lines name.
+    /// `response` with `X-Request-ID` among its fields, and with `requestId` in its problem document:
+    /// for a head the server writes itself (a stream's, a held request's). An answer libmicrohttpd
+    /// queues gets the field from `queue` instead.
     public static func identified(_ response: consuming Response, id: String) -> Response {
         response.headers.append(HTTPField(name: .requestID, value: id))
         return namingRequest(response, id: id)
     }
 
-    /// `response` with `requestId` in its problem document, if it is one.
+    /// `response` with `requestId` in its problem document, if it is one: every problem, whoever made
+    /// it, names the request the log lines name.
     static func namingRequest(_ response: consuming Response, id: String) -> Response {
         if response.status.code >= 400, case .bytes(let bytes) = response.body, bytes.last == UInt8(ascii: "}"),
            response.headers[.contentType] == "application/problem+json" {
@@ -167,8 +169,7 @@ extension HTTPServer {
             refusal = Problem(status: .serviceUnavailable, detail: "the server holds as many streams as it can; reconnect later",
                               headers: [.retryAfter: "5", .connection: "close"] + cors)
         }
-        let answer = Self.identified(refusal.response, id: context.id)
-        report(answer.status.code, method: method, context: context, isStream: false)
-        return queue(answer, on: connection, method: method)
+        report(refusal.status.code, method: method, context: context, isStream: false)
+        return queue(Self.namingRequest(refusal.response, id: context.id), on: connection, method: method, requestID: context.id)
     }
 }

@@ -15,7 +15,7 @@ extension Routes {
             return { () throws(DomainError) in
                 try conditions.check(EntityTag.of(currency.latest), "the currency")
                 try currency.set(wanted)
-                return .json(wanted.json, headers: [.eTag: EntityTag.of(wanted)])
+                return .json(wanted.json, etag: EntityTag.of(wanted))
             }
         }
         add(.get, "/currency/events") { request in try events.stream(request, topics: [CurrencySetting.topic]) }

@@ -39,7 +39,7 @@ extension Routes {
             return { () throws(DomainError) in
                 try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
                 let trip = try trips.setActualDeparture(id, to: patch.actualDeparture)
-                return .json(trip.json(locale: locale), headers: [.eTag: EntityTag.of(trip)])
+                return .json(trip.json(locale: locale), etag: EntityTag.of(trip))
             }
         }
         write(.post, "/trips/{id}/delay", topic: "trips/{id}") { request, _ in
@@ -50,7 +50,7 @@ extension Routes {
             return { () throws(DomainError) in
                 try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
                 let trip = try trips.delay(id, bySeconds: delay.seconds)
-                return .json(trip.json(locale: locale), headers: [.eTag: EntityTag.of(trip)])
+                return .json(trip.json(locale: locale), etag: EntityTag.of(trip))
             }
         }
         add(.get, "/trips/{id}/events") { request in
