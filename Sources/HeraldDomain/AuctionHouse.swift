@@ -60,8 +60,25 @@ public final class AuctionHouse: Sendable {
 
     /// Takes in auctions another Herald changed (a replica catching up): each replaces the one of its
     /// id, or is added; the others stay as they are. Their countdowns go on as after `restore`.
-    public func merge(_ auctions: [Auction]) throws(DomainError) {
-        try state.withLock { state throws(DomainError) in
+    ///
+    /// With `bidCounts`, each auction holds only the bids memory missed, which follow those it holds,
+    /// and `bidCounts` says how many each has in all. When they do not add up (memory lacks bids the
+    /// store has), nothing is taken and the answer is false: then read everything.
+    @discardableResult
+    public func merge(_ auctions: [Auction], bidCounts: [AuctionID: Int]? = nil) throws(DomainError) -> Bool {
+        try state.withLock { state throws(DomainError) -> Bool in
+            var auctions = auctions
+            if let bidCounts {
+                for index in auctions.indices {
+                    let id = auctions[index].id
+                    var bids = state.entries[id]?.auction.bids ?? BidList()
+                    let missed = auctions[index].bids
+                    guard bids.count + missed.count == bidCounts[id],
+                          missed.indices.allSatisfy({ missed[$0].number.number == bids.count + 1 + $0 }) else { return false }
+                    for bid in missed { bids.append(bid) }
+                    auctions[index].bids = bids
+                }
+            }
             for auction in auctions {
                 state.entries[auction.id]?.timer?.cancel()
                 if state.entries[auction.id] == nil {
@@ -73,6 +90,7 @@ public final class AuctionHouse: Sendable {
             }
             sink.seed(auctions.map { .auction($0) })
             try resumeCountdowns(of: auctions.map(\.id), in: &state)
+            return true
         }
     }
 

@@ -4,7 +4,8 @@ public import Foundation
 /// (`PostgresStore`). One Herald owns its store; the journal uses it from the writer's thread.
 ///
 /// A change is one call to `commit`; the changes between `beginBatch` and `commitBatch` share one
-/// transaction (group commit), each of them undone alone if it fails.
+/// transaction (group commit). A change `commit` refuses is undone alone; one that fails only at
+/// `commitBatch` (PostgreSQL's pipelined changes) fails the whole batch.
 public protocol Store: AnyObject, Sendable {
     /// How hard a commit insists on the disk.
     var synchronous: Synchronous { get }

@@ -10,8 +10,11 @@ public struct StoredAuction: Sendable, Equatable {
     public let deadline: String?
     public let winner: String?
     public let closedAt: String?
-    /// Filled when loading; not written with the auction.
+    /// Filled when loading; not written with the auction. When catching up (`StoredChanges`), only the
+    /// bids that were missed.
     public var bids: [StoredBid]
+    /// When catching up: how many bids the auction has in all (those missed are the last of them).
+    public var bidCount: Int?
 
     public init(id: String, item: String, startingPrice: Int64, createdAt: String, status: String, countdownSeconds: Int,
                 deadline: String?, winner: String?, closedAt: String?, bids: [StoredBid] = []) {

@@ -101,6 +101,35 @@ import Testing
         #expect(here.named("closed").count == 2)
     }
 
+    /// A replica catching up from PostgreSQL gets each changed auction with only the bids it missed,
+    /// and how many there are in all: they follow the bids it holds. When they do not add up (a bid
+    /// missing between, or a count that says more), nothing is taken, and the answer says to read all.
+    @Test func mergingOnlyTheMissedBidsAppendsThemOrTakesNothing() throws {
+        let clock = ManualClock()
+        let other = AuctionHouse(clock: clock, sink: RecordingSink())
+        defer { other.stop() }
+        let id = try other.create(NewAuction(item: "one", countdownSeconds: 10)).id
+        _ = try other.bid(on: id, NewBid(bidder: "ann", amount: 1))
+        let house = AuctionHouse(clock: clock, sink: RecordingSink())
+        defer { house.stop() }
+        try house.restore([try other.get(id)])
+        _ = try other.bid(on: id, NewBid(bidder: "bob", amount: 2))
+        _ = try other.bid(on: id, NewBid(bidder: "cy", amount: 3))
+        let whole = try other.get(id)
+        func missed(_ count: Int) -> Auction {
+            var auction = whole
+            auction.bids = BidList(Array(whole.bids.suffix(count)))
+            return auction
+        }
+        #expect(try house.merge([missed(1)], bidCounts: [id: 3]) == false, "bob's bid is missing between")
+        #expect(try house.merge([missed(2)], bidCounts: [id: 4]) == false, "the store has a bid more")
+        #expect(try house.get(id).bids.map(\.bidder) == ["ann"], "nothing was taken")
+        #expect(try house.merge([missed(2)], bidCounts: [id: 3]))
+        #expect(try house.get(id).bids.map(\.bidder) == ["ann", "bob", "cy"])
+        #expect(try house.get(id).price == 3)
+        #expect(house.liveTimers == 1)
+    }
+
     @Test func aChangeThatCannotBeStoredDoesNotHappen() throws {
         let clock = ManualClock()
         let sink = FailingSink()

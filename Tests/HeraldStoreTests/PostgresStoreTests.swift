@@ -37,15 +37,17 @@ struct PostgresStoreTests {
         #expect(state.auctions.first?.bids.map(\.amount) == [150, 160])
     }
 
-    /// Group commit: one transaction for the batch, a savepoint for each change. A failing change
-    /// undoes only its own writes, and the sequence row is written once, when the batch commits.
-    @Test func aBatchIsOneTransactionAndAFailingChangeUndoesOnlyItself() throws {
+    /// A batch is one transaction whose changes are pipelined: nothing is visible before it commits. A
+    /// change that cannot be sent (text with a NUL byte, which PostgreSQL cannot hold) is refused alone,
+    /// and the batch goes on. A change PostgreSQL refuses is answered only at the commit, so it fails
+    /// the whole batch, and none of the batch is stored.
+    @Test func aBatchIsOneTransactionOfPipelinedChanges() throws {
         let url = try TestPostgres.database()
         let store = try PostgresStore(url: url)
         try store.beginBatch()
         try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: [1])], auction: nil, bid: nil)
-        #expect(throws: StoreError.self, "a second event 1 breaks the primary key") {
-            try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "b", document: [2])], auction: nil, bid: nil)
+        #expect(throws: StoreError.self, "PostgreSQL's text cannot hold a NUL byte") {
+            try store.commit(event: event(2), records: [RecordChange(kind: "unit", id: "b\u{0}", document: [2])], auction: nil, bid: nil)
         }
         try store.commit(event: event(2), records: [], auction: nil, bid: nil)
         #expect(try TestPostgres.run("SELECT count(*) FROM herald_events", on: url) == "0", "nothing is visible before the batch commits")
@@ -53,7 +55,20 @@ struct PostgresStoreTests {
         try store.commitBatch()
         #expect(try TestPostgres.run("SELECT string_agg(id::text, ',' ORDER BY id) FROM herald_events", on: url) == "1,2")
         #expect(try TestPostgres.run("SELECT value FROM herald_sequence", on: url) == "2")
-        #expect(try TestPostgres.run("SELECT string_agg(id, ',') FROM herald_records", on: url) == "a", "the failed change's record is gone with it")
+        #expect(try TestPostgres.run("SELECT string_agg(id, ',') FROM herald_records", on: url) == "a", "the refused change wrote nothing")
+
+        try store.beginBatch()
+        try store.commit(event: event(3), records: [RecordChange(kind: "unit", id: "c", document: [3])], auction: nil, bid: nil)
+        try store.commit(event: event(2), records: [], auction: nil, bid: nil)  // a second event 2 breaks the primary key
+        #expect(throws: StoreError.self, "the refusal comes with the commit") { try store.commitBatch() }
+        #expect(try TestPostgres.run("SELECT string_agg(id::text, ',' ORDER BY id) FROM herald_events", on: url) == "1,2")
+        #expect(try TestPostgres.run("SELECT value FROM herald_sequence", on: url) == "2")
+        #expect(try TestPostgres.run("SELECT string_agg(id, ',') FROM herald_records", on: url) == "a", "nothing of the failed batch")
+
+        try store.beginBatch()
+        try store.commit(event: event(3), records: [], auction: nil, bid: nil)
+        try store.commitBatch()
+        #expect(try TestPostgres.run("SELECT value FROM herald_sequence", on: url) == "3", "the store goes on after a failed batch")
     }
 
     @Test func aFailedBatchCommitStoresNothing() throws {
@@ -79,7 +94,7 @@ struct PostgresStoreTests {
     }
 
     /// Catching up by what changed: a batch that begins behind reads only the records, removals and
-    /// auctions (with all their bids) other stores wrote since it last looked; one that never looked
+    /// auctions (with the bids it missed, and how many each has in all) other stores wrote since it last looked; one that never looked
     /// cannot tell, and one that is not behind has nothing to read.
     @Test func aBatchBehindReadsOnlyWhatTheOthersChanged() throws {
         let url = try TestPostgres.database()
@@ -108,7 +123,8 @@ struct PostgresStoreTests {
         #expect(changes.changed.records["unit"]?.map(\.id) == ["new"], "not 'old', which did not change")
         #expect(changes.removed.map { "\($0.kind)/\($0.id)" } == ["unit/gone"])
         #expect(changes.changed.auctions.map(\.id) == ["1"], "not auction 2, which did not change")
-        #expect(changes.changed.auctions.first?.bids.map(\.bidder) == ["ann", "bob"], "with every bid, not only the new one")
+        #expect(changes.changed.auctions.first?.bids.map(\.bidder) == ["bob"], "only the bid it missed")
+        #expect(changes.changed.auctions.first?.bidCount == 2, "and how many there are in all")
         try second.commitBatch()
 
         // Made again: the record is reported, and its earlier removal is not (it was seen).
@@ -160,6 +176,54 @@ struct PostgresStoreTests {
         try first.commitBatch()
         #expect(try first.beginBatch() == BatchStart(committed: 2, behind: false), "an empty batch moves nothing")
         first.rollbackBatch()
+    }
+
+    /// A store's own commits are no news to its listener. Another's commit is: the next batch then
+    /// reads what it missed in the round trip that takes the lock, the same events and changes a
+    /// batch reads after it began (the count of such batches shows which way it went).
+    @Test func aBatchThatHeardOfACommitReadsWhatItMissedWithItsLock() throws {
+        let url = try TestPostgres.database()
+        let (first, second) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        let auction = StoredAuction(id: "1", item: "Lot", startingPrice: 1, createdAt: "2026-11-26T06:00:00Z", status: "open",
+                                    countdownSeconds: 60, deadline: nil, winner: nil, closedAt: nil)
+        try first.beginBatch()
+        try first.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: [1])], auction: auction,
+                         bid: StoredBid(number: 1, bidder: "ann", amount: 5, at: "2026-11-26T06:00:01Z"))
+        try first.commitBatch()
+        _ = try second.load(eventLimit: 0)
+        let heard = Lock(0)
+        let listener = second.listen { heard.withLock { $0 += 1 } }
+        listener.start()
+        defer { listener.stop() }
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
+
+        try second.beginBatch()
+        #expect(second.prefetchedBatches == 1, "once it connected, some may have been missed")
+        try second.commit(event: event(2), records: [], auction: nil, bid: nil)
+        try second.commitBatch()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(heard.withLock { $0 } == 1, "its own commit is no news")
+        try second.beginBatch()
+        #expect(second.prefetchedBatches == 1, "nor does the next batch read anything")
+        try second.commitBatch()
+
+        try first.beginBatch()
+        #expect(first.prefetchedBatches == 0, "the first has no listener: it heard of nothing")
+        try first.commit(event: event(3), records: [RecordChange(kind: "unit", id: "b", document: [2])], auction: auction,
+                         bid: StoredBid(number: 2, bidder: "bob", amount: 6, at: "2026-11-26T06:00:02Z"))
+        try first.commitBatch()
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 2 }, "the other's commit is news")
+
+        #expect(try second.beginBatch()?.behind == true)
+        #expect(second.prefetchedBatches == 2, "it read what it missed with the lock")
+        #expect(try second.events(after: 2).map(\.id) == [3])
+        #expect(try second.events(after: 1).map(\.id) == [2, 3], "another start is read afresh")
+        let changes = try #require(try second.missedChanges())
+        #expect(changes.changed.records["unit"]?.map(\.id) == ["b"])
+        #expect(changes.changed.auctions.map(\.id) == ["1"])
+        #expect(changes.changed.auctions.first?.bids.map(\.bidder) == ["bob"])
+        #expect(changes.changed.auctions.first?.bidCount == 2)
+        try second.commitBatch()
     }
 
     @Test func theListenerHearsEveryCommitOfAnotherStore() throws {

@@ -12,13 +12,12 @@ extension Subjects {
             guard let auctions, let currency, let trips, let units else { return true }
             let subjects = Subjects(auctions: auctions, currency: currency, trips: trips, units: units)
             do {
-                // Only what the others changed, when the store can tell; else all of it, with the
-                // countdowns going on as at start.
-                if let changes = try store.missedChanges() {
-                    try subjects.merge(changes)
-                } else {
-                    try subjects.restore(try DomainSnapshot(try store.load(eventLimit: 0)))
+                // Only what the others changed, when the store can tell and the bids add up; else
+                // all of it, with the countdowns going on as at start.
+                if let changes = try store.missedChanges(), try subjects.merge(changes) {
+                    return true
                 }
+                try subjects.restore(try DomainSnapshot(try store.load(eventLimit: 0)))
                 return true
             } catch {
                 // Tried again before each batch; changes are refused until then.

@@ -27,12 +27,13 @@ struct Subjects: Sendable {
         try auctions.restore(snapshot.auctions)
     }
 
-    /// What other replicas changed and removed, taken in (one timer per auction still).
-    func merge(_ changes: StoredChanges) throws {
+    /// What other replicas changed and removed, taken in (one timer per auction still). False when an
+    /// auction's bids do not add up with those memory holds: then restore everything.
+    func merge(_ changes: StoredChanges) throws -> Bool {
         let changed = try DomainSnapshot(changes.changed)
         if let value = changed.currency { currency.restore(value) }
         trips.merge(changed.trips)
         units.merge(changed.units, removed: changes.removed.filter { $0.kind == Journal.RecordKind.unit }.map(\.id))
-        try auctions.merge(changed.auctions)
+        return try auctions.merge(changed.auctions, bidCounts: changed.bidCounts)
     }
 }

@@ -9,6 +9,8 @@ struct DomainSnapshot {
     var trips: [Trip] = []
     var units: [HeraldDomain.Unit] = []
     var auctions: [Auction] = []
+    /// Each auction's count of bids in all, when the stored auctions hold only the bids missed.
+    var bidCounts: [AuctionID: Int]?
 
     init(_ stored: StoredState) throws(StoreError) {
         for (kind, entries) in stored.records {
@@ -40,6 +42,7 @@ struct DomainSnapshot {
                 throw StoreError("the stored auction '\(row.id)' is unreadable: restore the data directory from a backup")
             }
             auctions.append(auction)
+            if let count = row.bidCount { bidCounts = (bidCounts ?? [:]).merging([auction.id: count]) { $1 } }
         }
     }
 }

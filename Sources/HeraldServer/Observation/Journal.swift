@@ -215,10 +215,11 @@ final class Journal: ChangeSink {
     }
 
     /// Queues a batch that only catches up with what other Heralds committed (the store's listener
-    /// heard of a commit).
+    /// heard of a commit). Until the queued change runs, another wake is not queued: the batch that
+    /// runs it began (under the store's lock) after the commit that was heard.
     func wake() {
         guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
-        writer.submit({ () throws(DomainError) in }, done: { _ in })
+        writer.submit({ [weak self] () throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { _ in })
     }
 
     /// Before the writer runs a batch. With a shared store, the batch's transaction opens now, under
@@ -227,7 +228,6 @@ final class Journal: ChangeSink {
     /// before any of the batch's. While memory cannot be restored, the batch's changes are refused
     /// without running.
     func prepareBatch() -> DomainError? {
-        wakeQueued.store(false, ordering: .relaxed)
         guard let store, store.isShared else { return nil }
         do throws(StoreError) {
             let start = try store.beginBatch()

@@ -149,7 +149,9 @@ final class Writer: Sendable {
             guard !state.withLock({ $0.started }) else { return nil }
             return thread.standIn { () -> Result<T, DomainError>? in
                 let outcome = Lock<Result<T, DomainError>?>(nil)
-                runBatch([command(work) { result in outcome.withLock { $0 = result } }])
+                let steps = steps.withLock { $0 }
+                let refusal = steps.prepare()
+                runBatch([command(work) { result in outcome.withLock { $0 = result } }], steps: steps, refusal: refusal)
                 return outcome.withLock { $0 }
             } ?? .failure(DomainError(.failed, "the change was not answered"))
         }
@@ -178,24 +180,29 @@ final class Writer: Sendable {
 
     private func run() {
         while true {
-            let (batch, stopped) = state.withLock { state in
-                defer { state.queue = [] }
-                return (state.queue, state.stopped)
-            }
-            if batch.isEmpty {
+            let (waiting, stopped) = state.withLock { state in (!state.queue.isEmpty, state.stopped) }
+            if !waiting {
                 if stopped { break }
                 wake.wait()
                 continue
             }
-            runBatch(batch)
+            // The batch begins before its changes are taken from the queue: while it waits for a shared
+            // store's write lock (other replicas' batches), the changes that arrive join it.
+            let steps = steps.withLock { $0 }
+            let refusal = steps.prepare()
+            let batch = state.withLock { state in
+                defer { state.queue = [] }
+                return state.queue
+            }
+            runBatch(batch, steps: steps, refusal: refusal)
         }
         finished.signal()
     }
 
-    /// Runs `batch`'s changes in order, finishes the batch, then answers them.
-    private func runBatch(_ batch: [Command]) {
-        let steps = steps.withLock { $0 }
-        if let refusal = steps.prepare() {
+    /// Runs `batch`'s changes in order, finishes the batch, then answers them; or refuses them all
+    /// without running when the batch could not begin.
+    private func runBatch(_ batch: [Command], steps: Steps, refusal: DomainError?) {
+        if let refusal {
             for command in batch { command.refuse(refusal) }
             return
         }

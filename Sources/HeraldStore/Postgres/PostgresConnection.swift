@@ -56,6 +56,14 @@ final class PostgresConnection: @unchecked Sendable {
     /// its advisory locks, is then gone).
     func reconnectIfBroken() throws(StoreError) -> Bool {
         guard !isConnected else { return false }
+        if pipelined {
+            PQexitPipelineMode(handle)
+            pipelined = false
+            unread = []
+            failure = nil
+        }
+        // A new session: what was prepared is gone.
+        prepared = [:]
         PQreset(handle)
         guard isConnected else {
             throw StoreError("cannot reach PostgreSQL: \(Self.message(handle))", kind: .unreachable)
@@ -84,9 +92,30 @@ final class PostgresConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs one statement and returns its rows (none for a command), each column as text or nil.
+    /// Runs one statement and returns its rows (none for a command), each column as text or nil. In a
+    /// pipeline it is sent after what is queued and its answer waited for (one round trip for all).
     @discardableResult
     func query(_ sql: String, _ parameters: [Parameter] = []) throws(StoreError) -> Rows {
+        if pipelined {
+            try send(sql, parameters, prepared: false)
+            return try flush().last ?? Rows(rows: [])
+        }
+        let result = Self.withParameters(parameters) { count, values, lengths, formats in
+            PQexecParams(handle, sql, count, nil, values, lengths, formats, 0)
+        }
+        guard let result else {
+            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+        }
+        defer { PQclear(result) }
+        try check(result)
+        return Self.rows(result)
+    }
+
+    /// Lends `parameters` to libpq's calling convention: text as text, bytes as binary, null as null.
+    private static func withParameters<R>(
+        _ parameters: [Parameter],
+        _ body: (Int32, [UnsafePointer<CChar>?], [Int32], [Int32]) -> R
+    ) -> R {
         var values: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
@@ -111,13 +140,10 @@ final class PostgresConnection: @unchecked Sendable {
                 formats.append(0)
             }
         }
-        let pointers: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } }
-        let result = PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, lengths, formats, 0)
-        guard let result else {
-            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
-        }
-        defer { PQclear(result) }
-        try check(result)
+        return body(Int32(parameters.count), values.map { $0.map { UnsafePointer($0) } }, lengths, formats)
+    }
+
+    private static func rows(_ result: OpaquePointer) -> Rows {
         var rows: [[String?]] = []
         let (count, columns) = (PQntuples(result), PQnfields(result))
         rows.reserveCapacity(Int(count))
@@ -127,6 +153,161 @@ final class PostgresConnection: @unchecked Sendable {
             })
         }
         return Rows(rows: rows)
+    }
+
+    // MARK: Pipeline mode (libpq 14 and later)
+
+    /// Whether statements are pipelined: `send` queues them without waiting, and `flush` (or a
+    /// `query`) waits once for the answers to everything queued.
+    private(set) var pipelined = false
+    /// What was sent and not read yet, in order: a statement (whose rows `flush` returns), or the
+    /// preparation of one (whose name is forgotten if it fails).
+    private var unread: [Unread] = []
+    private enum Unread {
+        case statement
+        case preparation(String)
+    }
+    /// The statements prepared on this connection (by their SQL): a pipelined statement is parsed and
+    /// planned once per connection, not each time it runs.
+    private var prepared: [String: String] = [:]
+    /// Names given so far (a failed preparation's name is not given again).
+    private var preparations = 0
+
+    /// The first failure among queued statements, kept until `takeFailure()`: a statement that follows
+    /// a failed one in the same round trip is not run (PostgreSQL skips to the sync).
+    private var failure: StoreError?
+
+    /// Enters pipeline mode (outside a pipeline, with no statement in flight).
+    func enterPipeline() throws(StoreError) {
+        guard !pipelined else { return }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw StoreError("PostgreSQL: cannot enter pipeline mode: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+        }
+        pipelined = true
+    }
+
+    /// Leaves pipeline mode, reading first whatever is still queued (its failures are dropped).
+    func exitPipeline() {
+        guard pipelined else { return }
+        if !unread.isEmpty { _ = try? flush() }
+        failure = nil
+        // Refused only by a broken connection (nothing is queued now); `reconnectIfBroken` starts anew.
+        _ = PQexitPipelineMode(handle)
+        pipelined = false
+    }
+
+    /// A statement and its parameters.
+    typealias Statement = (sql: String, parameters: [Parameter])
+
+    /// Queues statements in the pipeline, all or none. A text parameter holding a NUL byte is refused
+    /// before any is sent (PostgreSQL's text cannot hold one): it would fail the whole round trip, not
+    /// just its own change.
+    func send(_ statements: [Statement]) throws(StoreError) {
+        for statement in statements {
+            for case .text(let text) in statement.parameters where text.utf8.contains(0) {
+                throw StoreError("PostgreSQL: a text value holds a NUL byte, which PostgreSQL cannot store", kind: .other)
+            }
+        }
+        for statement in statements { try send(statement.sql, statement.parameters) }
+    }
+
+    /// Queues one statement in the pipeline, without waiting for its answer. The first time a statement
+    /// is sent `prepared` on this connection, it is prepared first, in the same round trip. A read that
+    /// picks rows by a range of its parameter (`revision > $1`) is better planned each time: a prepared
+    /// one may get PostgreSQL's generic plan, which guesses a third of the table and scans it all.
+    func send(_ sql: String, _ parameters: [Parameter] = [], prepared usePrepared: Bool = true) throws(StoreError) {
+        guard usePrepared else {
+            let sent = Self.withParameters(parameters) { count, values, lengths, formats in
+                PQsendQueryParams(handle, sql, count, nil, values, lengths, formats, 0)
+            }
+            guard sent == 1 else {
+                throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+            }
+            unread.append(.statement)
+            return
+        }
+        let name: String
+        if let known = prepared[sql] {
+            name = known
+        } else {
+            preparations += 1
+            name = "herald_\(preparations)"
+            guard PQsendPrepare(handle, name, sql, Int32(parameters.count), nil) == 1 else {
+                throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+            }
+            prepared[sql] = name
+            unread.append(.preparation(sql))
+        }
+        let sent = Self.withParameters(parameters) { count, values, lengths, formats in
+            PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0)
+        }
+        guard sent == 1 else {
+            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+        }
+        unread.append(.statement)
+    }
+
+    /// Ends the pipeline's round trip: asks PostgreSQL to answer everything queued, and reads the
+    /// answers. Returns the rows of each statement, in order. Throws the first failure among them
+    /// (also kept for `takeFailure()`).
+    @discardableResult
+    func flush() throws(StoreError) -> [Rows] {
+        let sent = unread
+        unread = []
+        guard PQpipelineSync(handle) == 1 else {
+            for case .preparation(let sql) in sent { prepared[sql] = nil }
+            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+        }
+        var answers: [Rows] = []
+        var first: StoreError?
+        answers.reserveCapacity(sent.count)
+        for (index, item) in sent.enumerated() {
+            // Each answer is one result, then a null.
+            var answered = false
+            var succeeded = false
+            while let result = PQgetResult(handle) {
+                defer { PQclear(result) }
+                answered = true
+                if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                    if first == nil {
+                        first = StoreError("PostgreSQL: a statement was not run, after an earlier one failed", kind: .other)
+                    }
+                    continue
+                }
+                do throws(StoreError) {
+                    try check(result)
+                    succeeded = true
+                    if case .statement = item { answers.append(Self.rows(result)) }
+                } catch {
+                    if first == nil { first = error }
+                }
+            }
+            if case .preparation(let sql) = item, !succeeded { prepared[sql] = nil }
+            if !answered {
+                // The connection broke: nothing more will come.
+                for case .preparation(let sql) in sent[index...] { prepared[sql] = nil }
+                let broken = StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+                if failure == nil { failure = first ?? broken }
+                throw first ?? broken
+            }
+        }
+        // The sync's own result.
+        while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if let first {
+            if failure == nil { failure = first }
+            throw first
+        }
+        return answers
+    }
+
+    /// The first failure of a queued statement since the last call, if any.
+    func takeFailure() -> StoreError? {
+        defer { failure = nil }
+        return failure
     }
 
     /// Waits up to `milliseconds` for notifications (after `LISTEN`) and returns their channels and

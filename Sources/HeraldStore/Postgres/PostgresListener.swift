@@ -9,7 +9,7 @@ public final class PostgresListener: Sendable {
     private let ended = DispatchSemaphore(value: 0)
     private let url: String, channel: String
     private let listening: SharedFlag
-    private let heard: @Sendable () -> Void
+    private let heard: @Sendable (_ payloads: [String]?) -> Void
     private let messages: Lock<MessageHandler?> = Lock(nil)
     /// Messages to send, on the listener's connection, at its next turn (within `turn` milliseconds).
     private let outbox = Lock<[String]>([])
@@ -26,7 +26,7 @@ public final class PostgresListener: Sendable {
     /// The longest message PostgreSQL carries (a NOTIFY payload is under 8,000 bytes).
     public static let messageLimit = 7_900
 
-    init(url: String, channel: String, listening: SharedFlag, heard: @escaping @Sendable () -> Void) {
+    init(url: String, channel: String, listening: SharedFlag, heard: @escaping @Sendable (_ payloads: [String]?) -> Void) {
         (self.url, self.channel, self.listening, self.heard) = (url, channel, listening, heard)
     }
 
@@ -44,8 +44,9 @@ public final class PostgresListener: Sendable {
         return true
     }
 
-    /// Starts the thread, which connects, listens, and calls `heard` after each commit's notification
-    /// and after each (re)connection, and the message handler with each message.
+    /// Starts the thread, which connects, listens, and calls `heard` with the payloads of the commits'
+    /// notifications it got in one wait, and with nil after each (re)connection (some may have been
+    /// missed), and the message handler with each message.
     public func start() {
         guard !stopped.isSet, !started.raise() else { return }
         let (url, channel, listening, heard, messages, outbox) = (url, channel, listening, heard, messages, outbox)
@@ -60,7 +61,7 @@ public final class PostgresListener: Sendable {
                         if handler != nil { try made.execute("LISTEN \(Self.messageChannel)") }
                         connection = made
                         listening.set(true)
-                        heard()
+                        heard(nil)
                     } catch {
                         listening.set(false)
                         outbox.withLock { $0 = [] }
@@ -70,7 +71,8 @@ public final class PostgresListener: Sendable {
                 }
                 do {
                     let notifications = try open.notifications(waiting: Self.turn)
-                    if notifications.contains(where: { $0.channel == channel }) { heard() }
+                    let commits = notifications.filter { $0.channel == channel }.map(\.payload)
+                    if !commits.isEmpty { heard(commits) }
                     for notification in notifications where notification.channel == Self.messageChannel {
                         handler?.run(notification.payload)
                     }

@@ -3,7 +3,16 @@
 enum PostgresMigrations {
     static let all = [
         Migration("0001-events-records-auctions", initial), Migration("0002-kept-answers", answers), Migration("0003-revisions", revisions),
+        Migration("0004-bid-revisions", bidRevisions),
     ]
+
+    /// Each bid carries the revision that wrote it too: a replica catching up reads the bids it missed,
+    /// not every bid of each auction that changed. Bids from before have revision 0, which no catch-up
+    /// asks for; a replica that finds an auction's bids do not add up reads everything once.
+    static let bidRevisions = """
+        ALTER TABLE herald_bids ADD COLUMN revision bigint NOT NULL DEFAULT 0;
+        CREATE INDEX herald_bids_revision ON herald_bids (revision);
+        """
 
     /// Each record and auction carries the revision that last wrote it, and a removed record leaves
     /// its revision behind: replicas catch up by what changed, not by reading everything.

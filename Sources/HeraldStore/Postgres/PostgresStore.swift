@@ -9,7 +9,9 @@ import Synchronization
 /// Several Heralds (replicas) may share a database. A batch is one transaction that first takes the
 /// database's write lock (a transaction advisory lock), so batches of all replicas run one at a time;
 /// it reads the committed sequence, so its Herald can first catch up with what the others committed.
-/// Each change is a savepoint of the batch's transaction; the sequence row is written last, with a
+/// Its changes are pipelined (sent without waiting for their answers), so a batch takes one round trip
+/// to begin and one to commit, however many changes it holds; a change PostgreSQL refuses fails the
+/// whole batch. The sequence row is written last, with a
 /// `pg_notify('herald', id)` that every replica's listener gets at commit. So the ids are gapless, in
 /// commit order, and the same on every replica. PostgreSQL syncs its log at each commit
 /// (`synchronous_commit` is on for Herald's session), so a commit it acknowledged survives a crash of
@@ -23,11 +25,26 @@ public final class PostgresStore: Store {
     /// Whether the connection was up when last used (readiness reads it without waiting for the writer).
     private let connected = Atomic<Bool>(true)
     /// A listener for the commits of every replica, on a connection and a thread of its own (from its
-    /// `start()`): it calls `heard` after each notification, and after each (re)connection, when some
-    /// may have been missed. While it cannot connect, readiness says the database is lost.
+    /// `start()`): it calls `heard` after a notification of a revision this store has not seen (not
+    /// after its own commits), and after each (re)connection, when some may have been missed. While it
+    /// cannot connect, readiness says the database is lost.
     public func listen(_ heard: @escaping @Sendable () -> Void) -> PostgresListener {
-        PostgresListener(url: url, channel: Self.channel, listening: listening, heard: heard)
+        PostgresListener(url: url, channel: Self.channel, listening: listening) { [self] payloads in
+            // A payload is the revision committed; one that does not read counts as news.
+            let newest = payloads.map { $0.map { Int64($0) ?? .max }.max() ?? .max } ?? seen.load(ordering: .relaxed) + 1
+            heardRevision.max(newest, ordering: .relaxed)
+            if newest > seen.load(ordering: .relaxed) { heard() }
+        }
     }
+
+    /// The revision this store last read or wrote (`State.seenRevision`, for the listener's thread).
+    private let seen = Atomic<Int64>(-1)
+    /// The newest revision the listener heard of: when it is ahead of the one seen, the next batch
+    /// reads what it missed in the round trip that takes the lock.
+    private let heardRevision = Atomic<Int64>(-1)
+    /// How many batches read what they missed with their lock (tests tell the two ways apart by it).
+    private let prefetches = Atomic<Int>(0)
+    var prefetchedBatches: Int { prefetches.load(ordering: .relaxed) }
 
     /// Whether the listener (if any) is connected.
     private let listening = SharedFlag(true)
@@ -42,7 +59,7 @@ public final class PostgresStore: Store {
 
     private struct State: Sendable {
         let connection: PostgresConnection
-        /// Whether a batch transaction is open: then each change is a savepoint in it.
+        /// Whether a batch transaction is open: then changes are queued in its pipeline.
         var inBatch = false
         /// The sequence the batch's events reached, written when the batch commits.
         var batchSequence: UInt64?
@@ -54,6 +71,11 @@ public final class PostgresStore: Store {
         /// In a batch that began behind: the revision seen before it, from which the changes it missed
         /// can be read; -1 when unknown.
         var missedSince: Int64 = -1
+        /// The sequence this store last read or wrote; nil when unknown.
+        var seenSequence: UInt64?
+        /// What a batch that expected to begin behind read with its lock: the events after a sequence,
+        /// and the changes after the revision seen before it.
+        var prefetched: (after: UInt64, events: [StoredEvent], changes: StoredChanges)?
     }
 
     /// Connects and migrates the database to the current schema. Refuses a database migrated by a
@@ -71,7 +93,10 @@ public final class PostgresStore: Store {
     /// connection is not replaced: the batch's transaction went with it.
     private func use<T>(_ body: (inout State) throws(StoreError) -> T) throws(StoreError) -> T {
         try connection.withLock { state throws(StoreError) -> T in
-            defer { connected.store(state.connection.isConnected, ordering: .relaxed) }
+            defer {
+                connected.store(state.connection.isConnected, ordering: .relaxed)
+                seen.store(state.seenRevision, ordering: .relaxed)
+            }
             if !state.inBatch, try state.connection.reconnectIfBroken() {
                 try state.connection.execute("SET synchronous_commit = on")
             }
@@ -80,46 +105,85 @@ public final class PostgresStore: Store {
     }
 
     /// Opens the batch's transaction, waits for the database's write lock, and returns the sequence
-    /// committed (by any replica) so far.
+    /// committed (by any replica) so far: one round trip. When the listener heard of a commit this
+    /// store has not seen, the same round trip reads what was missed (the events, and the records,
+    /// removals, auctions and bids changed), for `events(after:)` and `missedChanges()`. The batch's
+    /// changes are then pipelined (sent without waiting for their answers), and its commit waits once
+    /// for all of them.
     @discardableResult
     public func beginBatch() throws(StoreError) -> BatchStart? {
         try use { state throws(StoreError) -> BatchStart? in
-            try state.connection.execute("BEGIN")
+            let connection = state.connection
+            try connection.enterPipeline()
             do throws(StoreError) {
-                try state.connection.query("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)])
-                let row = try state.connection.query("SELECT value, revision FROM herald_sequence").rows.first
+                try connection.send("BEGIN")
+                try connection.send("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)])
+                try connection.send("SELECT value, revision FROM herald_sequence")
+                var prefetching: (sequence: UInt64, revision: Int64)?
+                if let sequence = state.seenSequence, state.seenRevision >= 0,
+                   heardRevision.load(ordering: .relaxed) > state.seenRevision {
+                    prefetching = (sequence, state.seenRevision)
+                    // Bounded by what is committed now (the lock is held: nothing else commits meanwhile).
+                    try connection.send("""
+                        SELECT id, topic, name, data, tags, at FROM herald_events
+                        WHERE id > $1 AND id <= (SELECT value FROM herald_sequence) ORDER BY id
+                        """, [.int(Int64(clamping: sequence))])
+                    for statement in Self.missedReads(Missed(after: state.seenRevision, through: nil)) {
+                        try connection.send(statement.sql, statement.parameters)
+                    }
+                }
+                let answers = try connection.flush()
+                let row = answers[2].rows.first
                 let committed = UInt64(row?[0] ?? "") ?? 0
                 let revision = Int64(row?[1] ?? "") ?? 0
                 let behind = revision != state.seenRevision
                 state.missedSince = behind ? state.seenRevision : -1
+                state.prefetched = nil
+                if prefetching != nil { prefetches.add(1, ordering: .relaxed) }
+                if behind, let prefetching {
+                    state.prefetched = (prefetching.sequence, answers[3].rows.map(Self.event), Self.changes(Array(answers[4...])))
+                }
                 state.seenRevision = revision
+                state.seenSequence = committed
                 state.inBatch = true
                 state.batchSequence = nil
                 state.batchWrote = false
                 return BatchStart(committed: committed, behind: behind)
             } catch {
-                if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
+                Self.abandon(connection)
                 throw error
             }
         }
     }
 
+    /// Commits the batch: the sequence row and the notification after its changes, then `COMMIT`, and
+    /// one wait for the answers to all of it. If any of its statements failed, none of it is stored.
     public func commitBatch() throws(StoreError) {
         try use { state throws(StoreError) in
             guard state.inBatch else { return }
+            let connection = state.connection
             defer {
                 state.inBatch = false
                 state.batchSequence = nil
                 state.batchWrote = false
             }
             do throws(StoreError) {
-                let revision = state.batchWrote ? try Self.advance(to: state.batchSequence, state.connection) : state.seenRevision
-                try state.connection.execute("COMMIT")
+                if let failure = connection.takeFailure() { throw failure }
+                // The write lock is held since the batch began, so the revision it commits is the next.
+                let revision = state.batchWrote ? state.seenRevision + 1 : state.seenRevision
+                if state.batchWrote { try connection.send(Self.advance(to: state.batchSequence, revision: revision)) }
+                try connection.send("COMMIT")
+                try connection.flush()
+                connection.exitPipeline()
                 state.seenRevision = revision
+                if let sequence = state.batchSequence { state.seenSequence = sequence }
+                state.prefetched = nil
             } catch {
-                if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
+                Self.abandon(connection)
                 // A COMMIT whose answer was lost may have committed: the next batch reads what is there.
                 state.seenRevision = -1
+                state.seenSequence = nil
+                state.prefetched = nil
                 throw error
             }
         }
@@ -128,10 +192,20 @@ public final class PostgresStore: Store {
     public func rollbackBatch() {
         connection.withLock { state in
             guard state.inBatch else { return }
-            if state.connection.isConnected { try? state.connection.execute("ROLLBACK") }
+            Self.abandon(state.connection)
             state.inBatch = false
             state.batchSequence = nil
+            state.prefetched = nil
+            // Memory may not have taken in what this batch found: the next one reads everything.
+            state.seenRevision = -1
+            state.seenSequence = nil
         }
+    }
+
+    /// Rolls back the batch's transaction, if the connection is up, and leaves pipeline mode.
+    private static func abandon(_ connection: PostgresConnection) {
+        if connection.isConnected { _ = try? connection.query("ROLLBACK") }
+        connection.exitPipeline()
     }
 
     /// PostgreSQL synced its log when it acknowledged the commit.
@@ -143,10 +217,12 @@ public final class PostgresStore: Store {
             var stored = StoredState()
             let row = try connection.query("SELECT value, revision FROM herald_sequence").rows.first
             stored.lastSequence = UInt64(row?[0] ?? "") ?? 0
+            state.seenSequence = stored.lastSequence
             // What follows may already be newer: then the next batch catches up once more, harmlessly.
             state.seenRevision = Int64(row?[1] ?? "") ?? -1
-            stored.records = try Self.records(changedAfter: nil, connection)
-            stored.auctions = try Self.auctions(changedAfter: nil, connection)
+            let answers = try Self.read([Self.records(changed: nil)] + Self.auctions(changed: nil), connection)
+            stored.records = Self.records(answers[0])
+            stored.auctions = Self.auctions(answers[1], bids: answers[2])
             let events = try connection.query("SELECT id, topic, name, data, tags, at FROM herald_events ORDER BY id DESC LIMIT $1",
                                               [.int(Int64(max(eventLimit, 0)))])
             stored.events = events.rows.reversed().map(Self.event)
@@ -157,50 +233,100 @@ public final class PostgresStore: Store {
     public func missedChanges() throws(StoreError) -> StoredChanges? {
         try use { state throws(StoreError) -> StoredChanges? in
             guard state.inBatch, state.missedSince >= 0 else { return nil }
-            let connection = state.connection
-            let since = PostgresConnection.Parameter.int(state.missedSince)
-            var changes = StoredChanges()
-            changes.changed.records = try Self.records(changedAfter: state.missedSince, connection)
-            changes.removed = try connection.query("SELECT kind, id FROM herald_removals WHERE revision > $1 ORDER BY kind, id",
-                                                   [since]).rows.map { ($0[0] ?? "", $0[1] ?? "") }
-            changes.changed.auctions = try Self.auctions(changedAfter: state.missedSince, connection)
-            return changes
+            if let prefetched = state.prefetched { return prefetched.changes }
+            // One round trip for the four reads.
+            let missed = Missed(after: state.missedSince, through: state.seenRevision)
+            return Self.changes(try Self.read(Self.missedReads(missed), state.connection))
         }
     }
 
-    /// Records by kind, each in id order: every one, or those changed after a revision.
-    private static func records(changedAfter revision: Int64?,
-                                _ connection: PostgresConnection) throws(StoreError) -> [String: [(id: String, document: [UInt8])]] {
-        let filter = revision == nil ? "" : "WHERE revision > $1"
+    /// The reads of what changed in the revisions missed: records, removals, auctions, bids.
+    private static func missedReads(_ missed: Missed) -> [Statement] {
+        [records(changed: missed), ("SELECT kind, id FROM herald_removals \(missed.filter) ORDER BY kind, id", missed.parameters)]
+            + auctions(changed: missed)
+    }
+
+    /// What changed, from the answers to `missedReads`.
+    private static func changes(_ answers: [PostgresConnection.Rows]) -> StoredChanges {
+        var changes = StoredChanges()
+        changes.changed.records = records(answers[0])
+        changes.removed = answers[1].rows.map { ($0[0] ?? "", $0[1] ?? "") }
+        changes.changed.auctions = auctions(answers[2], bids: answers[3])
+        return changes
+    }
+
+    typealias Statement = PostgresConnection.Statement
+
+    /// The revisions a batch that began behind missed: after the one it saw last, through the one it
+    /// found (nil: the one committed now, read in the same statement). Bounded at both ends, so that
+    /// PostgreSQL picks the revision index even before it has statistics of the table (an open range
+    /// is guessed at a third of the table, and scanned).
+    private struct Missed {
+        let after: Int64
+        let through: Int64?
+        var filter: String {
+            through == nil ? "WHERE revision > $1 AND revision <= (SELECT revision FROM herald_sequence)"
+                : "WHERE revision > $1 AND revision <= $2"
+        }
+        var parameters: [PostgresConnection.Parameter] { [.int(after)] + (through.map { [.int($0)] } ?? []) }
+    }
+
+    /// Runs `statements` and returns their rows: in a pipeline, all in one round trip.
+    private static func read(_ statements: [Statement], _ connection: PostgresConnection) throws(StoreError) -> [PostgresConnection.Rows] {
+        guard connection.pipelined else {
+            var answers: [PostgresConnection.Rows] = []
+            for statement in statements { answers.append(try connection.query(statement.sql, statement.parameters)) }
+            return answers
+        }
+        for statement in statements { try connection.send(statement.sql, statement.parameters, prepared: false) }
+        return try connection.flush()
+    }
+
+    /// The read of records, each in id order: every one, or those changed in the revisions missed.
+    private static func records(changed missed: Missed?) -> Statement {
+        ("SELECT kind, id, document FROM herald_records \(missed?.filter ?? "") ORDER BY kind, id", missed?.parameters ?? [])
+    }
+
+    /// Records by kind, from their read.
+    private static func records(_ answer: PostgresConnection.Rows) -> [String: [(id: String, document: [UInt8])]] {
         var records: [String: [(id: String, document: [UInt8])]] = [:]
-        for row in try connection.query("SELECT kind, id, document FROM herald_records \(filter) ORDER BY kind, id",
-                                        revision.map { [.int($0)] } ?? []).rows {
+        for row in answer.rows {
             records[row[0] ?? "", default: []].append((row[1] ?? "", PostgresConnection.bytes(row[2])))
         }
         return records
     }
 
-    /// Auctions with their bids, in id order: every one, or those changed after a revision.
-    private static func auctions(changedAfter revision: Int64?, _ connection: PostgresConnection) throws(StoreError) -> [StoredAuction] {
-        let filter = revision == nil ? "" : "WHERE revision > $1"
-        let parameters: [PostgresConnection.Parameter] = revision.map { [.int($0)] } ?? []
+    /// The reads of auctions and of their bids, in id order: every one, or those changed in the
+    /// revisions missed.
+    private static func auctions(changed missed: Missed?) -> [Statement] {
+        let filter = missed?.filter ?? ""
+        let parameters = missed?.parameters ?? []
+        // Catching up: the bids missed, and each auction's count of bids (its last number, from the key).
+        let bidFilter = filter
+        let bidCount = missed == nil ? "" : ", (SELECT max(number) FROM herald_bids b WHERE b.auction_id = herald_auctions.id)"
+        return [
+            ("""
+             SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at\(bidCount)
+             FROM herald_auctions \(filter) ORDER BY length(id), id
+             """, parameters),
+            ("SELECT auction_id, number, bidder, amount, at FROM herald_bids \(bidFilter) ORDER BY auction_id, number", parameters),
+        ]
+    }
+
+    /// Auctions with their bids, from their reads.
+    private static func auctions(_ answer: PostgresConnection.Rows, bids: PostgresConnection.Rows) -> [StoredAuction] {
         var auctions: [StoredAuction] = []
         var index: [String: Int] = [:]
-        for row in try connection.query("""
-            SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at
-            FROM herald_auctions \(filter) ORDER BY length(id), id
-            """, parameters).rows {
+        for row in answer.rows {
             let id = row[0] ?? ""
             index[id] = auctions.count
             auctions.append(StoredAuction(
                 id: id, item: row[1] ?? "", startingPrice: Int64(row[2] ?? "") ?? 0, createdAt: row[3] ?? "",
                 status: row[4] ?? "", countdownSeconds: Int(row[5] ?? "") ?? 0, deadline: row[6], winner: row[7],
                 closedAt: row[8]))
+            if row.count > 9 { auctions[auctions.count - 1].bidCount = Int(row[9] ?? "0") ?? 0 }
         }
-        let bidFilter = revision == nil ? "" : "WHERE auction_id IN (SELECT id FROM herald_auctions WHERE revision > $1)"
-        for row in try connection.query("""
-            SELECT auction_id, number, bidder, amount, at FROM herald_bids \(bidFilter) ORDER BY auction_id, number
-            """, parameters).rows {
+        for row in bids.rows {
             guard let position = index[row[0] ?? ""] else { continue }
             auctions[position].bids.append(StoredBid(number: Int(row[1] ?? "") ?? 0, bidder: row[2] ?? "",
                                                      amount: Int64(row[3] ?? "") ?? 0, at: row[4] ?? ""))
@@ -210,58 +336,57 @@ public final class PostgresStore: Store {
 
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?) throws(StoreError) {
         try use { state throws(StoreError) in
-            try Self.change(&state, event: event?.id) { connection, revision throws(StoreError) in
-                try Self.write(event: event, records: records, auction: auction, bid: bid, revision: revision, connection)
+            try Self.change(&state, event: event?.id) { revision in
+                Self.statements(event: event, records: records, auction: auction, bid: bid, revision: revision)
             }
         }
     }
 
-    /// Runs `body` as one change: a savepoint of the batch's transaction, or outside a batch a
-    /// transaction of its own that takes the write lock and moves the sequence and revision. If it
-    /// throws, what it wrote is undone. `body` gets the revision its transaction commits, which the
-    /// rows it writes carry (the write lock is held, so no other replica takes it meanwhile).
-    private static func change(_ state: inout State, event: UInt64?,
-                               _ body: (PostgresConnection, Int64) throws(StoreError) -> Void) throws(StoreError) {
+    /// Stores one change, whose statements `statements` makes for the revision their transaction
+    /// commits (the rows they write carry it; the write lock is held, so no other replica takes it
+    /// meanwhile). In a batch, they are queued in the batch's pipeline, all or (when one cannot be sent)
+    /// none, and answered when the batch commits: a change that fails there fails its whole batch.
+    /// Outside a batch, the change is a transaction of its own that takes the write lock and moves the
+    /// sequence and revision; if it fails, what it wrote is undone.
+    private static func change(_ state: inout State, event: UInt64?, _ statements: (Int64) -> [Statement]) throws(StoreError) {
         let connection = state.connection
-        let (open, release, undo) = state.inBatch
-            ? ("SAVEPOINT change", "RELEASE SAVEPOINT change", "ROLLBACK TO SAVEPOINT change")
-            : ("BEGIN", "COMMIT", "ROLLBACK")
-        try connection.execute(open)
-        do throws(StoreError) {
-            var committing = state.seenRevision + 1
-            if !state.inBatch {
-                try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
-                committing = (Int64(try connection.text("SELECT revision FROM herald_sequence") ?? "") ?? 0) + 1
-            }
-            try body(connection, committing)
-            let revision = state.inBatch ? state.seenRevision : try advance(to: event, connection)
-            try connection.execute(release)
-            state.seenRevision = revision
-        } catch {
-            // Outside a batch, a COMMIT whose answer was lost may have committed: read what is there next.
-            if !state.inBatch { state.seenRevision = -1 }
-            if connection.isConnected {
-                try? connection.execute(undo)
-                if state.inBatch { try? connection.execute("RELEASE SAVEPOINT change") }
-            }
-            throw error
-        }
         if state.inBatch {
+            try connection.send(statements(state.seenRevision + 1))
             state.batchWrote = true
             if let event { state.batchSequence = event }
+            return
+        }
+        try connection.execute("BEGIN")
+        do throws(StoreError) {
+            try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
+            let committing = (Int64(try connection.text("SELECT revision FROM herald_sequence") ?? "") ?? 0) + 1
+            for statement in statements(committing) + advance(to: event, revision: committing) {
+                try connection.query(statement.sql, statement.parameters)
+            }
+            try connection.execute("COMMIT")
+            state.seenRevision = committing
+            if let event { state.seenSequence = event }
+        } catch {
+            // A COMMIT whose answer was lost may have committed: read what is there next.
+            state.seenRevision = -1
+            state.seenSequence = nil
+            if connection.isConnected { try? connection.execute("ROLLBACK") }
+            throw error
         }
     }
 
-    private static func write(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?,
-                              revision: Int64, _ connection: PostgresConnection) throws(StoreError) {
+    /// The statements that store one change, in order.
+    private static func statements(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?,
+                                   revision: Int64) -> [Statement] {
+        var statements: [Statement] = []
         if let event {
-            try connection.query("INSERT INTO herald_events (id, topic, name, data, tags, at) VALUES ($1, $2, $3, $4, $5, $6)", [
+            statements.append(("INSERT INTO herald_events (id, topic, name, data, tags, at) VALUES ($1, $2, $3, $4, $5, $6)", [
                 .int(Int64(event.id)), .text(event.topic), .text(event.name), .bytes(event.data),
                 .text(JSONValue.array(event.tags.map { .string($0) }).serialized), .text(String(event.at.timeIntervalSince1970)),
-            ])
+            ]))
         }
         if let auction {
-            try connection.query("""
+            statements.append(("""
                 INSERT INTO herald_auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at,
                     revision)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -271,38 +396,40 @@ public final class PostgresStore: Store {
                     .text(auction.id), .text(auction.item), .int(auction.startingPrice), .text(auction.createdAt), .text(auction.status),
                     .int(Int64(auction.countdownSeconds)), .optional(auction.deadline), .optional(auction.winner), .optional(auction.closedAt),
                     .int(revision),
-                ])
+                ]))
             if let bid {
-                try connection.query("INSERT INTO herald_bids (auction_id, number, bidder, amount, at) VALUES ($1, $2, $3, $4, $5)",
-                                     [.text(auction.id), .int(Int64(bid.number)), .text(bid.bidder), .int(bid.amount), .text(bid.at)])
+                statements.append(("INSERT INTO herald_bids (auction_id, number, bidder, amount, at, revision) VALUES ($1, $2, $3, $4, $5, $6)",
+                                   [.text(auction.id), .int(Int64(bid.number)), .text(bid.bidder), .int(bid.amount), .text(bid.at),
+                                    .int(revision)]))
             }
         }
         for record in records {
             if let document = record.document {
                 // A removal row of the same record may stay: catching up applies removals first.
-                try connection.query("""
+                statements.append(("""
                     INSERT INTO herald_records (kind, id, document, revision) VALUES ($1, $2, $3, $4)
                     ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document, revision = excluded.revision
-                    """, [.text(record.kind), .text(record.id), .bytes(document), .int(revision)])
+                    """, [.text(record.kind), .text(record.id), .bytes(document), .int(revision)]))
             } else {
                 // The removal is kept with its revision, so that replicas catching up remove it too.
-                try connection.query("""
+                statements.append(("""
                     WITH gone AS (DELETE FROM herald_records WHERE kind = $1 AND id = $2)
                     INSERT INTO herald_removals (kind, id, revision) VALUES ($1, $2, $3)
                     ON CONFLICT (kind, id) DO UPDATE SET revision = excluded.revision
-                    """, [.text(record.kind), .text(record.id), .int(revision)])
+                    """, [.text(record.kind), .text(record.id), .int(revision)]))
             }
         }
+        return statements
     }
 
     /// The sequence row, written last in its transaction (a reader that sees it committed sees every
-    /// event up to it), with the revision one more. Every listener hears of it when the transaction
-    /// commits. Returns the new revision.
-    private static func advance(to sequence: UInt64?, _ connection: PostgresConnection) throws(StoreError) -> Int64 {
-        let revision = try connection.text("UPDATE herald_sequence SET value = coalesce($1, value), revision = revision + 1 RETURNING revision",
-                                           [sequence.map { .int(Int64($0)) } ?? .null])
-        try connection.query("SELECT pg_notify($1, $2)", [.text(channel), .text(revision ?? "")])
-        return Int64(revision ?? "") ?? -1
+    /// event up to it), with the revision the transaction commits, and the notification every listener
+    /// hears of when it commits.
+    private static func advance(to sequence: UInt64?, revision: Int64) -> [Statement] {
+        [
+            ("UPDATE herald_sequence SET value = coalesce($1, value), revision = $2", [sequence.map { .int(Int64($0)) } ?? .null, .int(revision)]),
+            ("SELECT pg_notify($1, $2)", [.text(channel), .text(String(revision))]),
+        ]
     }
 
     @discardableResult
@@ -322,13 +449,13 @@ public final class PostgresStore: Store {
 
     public func keep(_ answer: KeptAnswer) throws(StoreError) {
         try use { state throws(StoreError) in
-            try Self.change(&state, event: nil) { connection, _ throws(StoreError) in
-                try connection.query("""
+            try Self.change(&state, event: nil) { _ in
+                [("""
                     INSERT INTO herald_answers (key, fingerprint, status, headers, body, at) VALUES ($1, $2, $3, $4, $5, $6)
                     ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status,
                         headers = excluded.headers, body = excluded.body, at = excluded.at
                     """, [.text(answer.key), .text(answer.fingerprint), .int(Int64(answer.status)), .text(KeptAnswer.encode(answer.headers)),
-                          .bytes(answer.body), .text(String(answer.at.timeIntervalSince1970))])
+                          .bytes(answer.body), .text(String(answer.at.timeIntervalSince1970))])]
             }
         }
     }
@@ -344,7 +471,8 @@ public final class PostgresStore: Store {
 
     public func events(after id: UInt64) throws(StoreError) -> [StoredEvent] {
         try use { state throws(StoreError) -> [StoredEvent] in
-            try state.connection.query("SELECT id, topic, name, data, tags, at FROM herald_events WHERE id > $1 ORDER BY id",
+            if state.inBatch, let prefetched = state.prefetched, prefetched.after == id { return prefetched.events }
+            return try state.connection.query("SELECT id, topic, name, data, tags, at FROM herald_events WHERE id > $1 ORDER BY id",
                                        [.int(Int64(clamping: id))]).rows.map(Self.event)
         }
     }
