@@ -129,6 +129,9 @@ import Testing
             ("/auctions/\(id)/bids", #"{"bidder":"ann","amount":1.5}"#, [], 422),
             ("/auctions/\(id)/bids", #"{"bidder":"ann"}"#, [], 422),
             ("/auctions/\(id)/bids", #"{"bidder":"ann","amount":-1}"#, [], 422),
+            // No store can hold a NUL as text (PostgreSQL refuses it): it is the client's mistake, not a 500.
+            ("/auctions", #"{"item":"a\u0000b"}"#, [], 422),
+            ("/auctions/\(id)/bids", #"{"bidder":"ann\u0000","amount":1}"#, [], 422),
             ("/auctions/999/bids", #"{"bidder":"ann","amount":1}"#, [], 404),
         ]
         for (path, body, headers, status) in cases {

@@ -37,6 +37,11 @@ struct FieldReader {
             fail(name, "must be a string, got \(value.typeName)")
             return nil
         }
+        // No store can hold it as text (PostgreSQL refuses it), and no name needs it.
+        if string.utf8.contains(0) {
+            fail(name, "must not contain the NUL character (U+0000)")
+            return nil
+        }
         // Code points, as JSON Schema's maxLength counts them: a combining mark is a code point of its
         // own but joins the character before it in a count of characters (graphemes).
         if let length, !length.contains(string.unicodeScalars.count) {

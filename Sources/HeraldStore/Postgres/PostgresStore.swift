@@ -33,7 +33,10 @@ public final class PostgresStore: Store {
             // A payload is the revision committed; one that does not read counts as news.
             let newest = payloads.map { $0.map { Int64($0) ?? .max }.max() ?? .max } ?? seen.load(ordering: .relaxed) + 1
             heardRevision.max(newest, ordering: .relaxed)
-            if newest > seen.load(ordering: .relaxed) { heard() }
+            if newest > seen.load(ordering: .relaxed) {
+                if payloads != nil { othersHeard.store(Self.milliseconds(), ordering: .relaxed) }
+                heard()
+            }
         }
     }
 
@@ -42,6 +45,18 @@ public final class PostgresStore: Store {
     /// The newest revision the listener heard of: when it is ahead of the one seen, the next batch
     /// reads what it missed in the round trip that takes the lock.
     private let heardRevision = Atomic<Int64>(-1)
+    /// When the listener last heard of another replica's commit (`milliseconds()`). Within a second of
+    /// it, every batch reads what it may have missed with its lock: a batch that waits for the lock
+    /// usually waits for another replica's commit, which it cannot have heard of when it asked.
+    private let othersHeard = Atomic<Int64>(.min / 2)
+    private static let othersWriting: Int64 = 1_000
+
+    /// A monotonic clock in milliseconds.
+    private static func milliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
+    }
     /// How many batches read what they missed with their lock (tests tell the two ways apart by it).
     private let prefetches = Atomic<Int>(0)
     var prefetchedBatches: Int { prefetches.load(ordering: .relaxed) }
@@ -106,7 +121,8 @@ public final class PostgresStore: Store {
 
     /// Opens the batch's transaction, waits for the database's write lock, and returns the sequence
     /// committed (by any replica) so far: one round trip. When the listener heard of a commit this
-    /// store has not seen, the same round trip reads what was missed (the events, and the records,
+    /// store has not seen, or of another replica's within the last second, the same round trip reads
+    /// what was missed (the events, and the records,
     /// removals, auctions and bids changed), for `events(after:)` and `missedChanges()`. The batch's
     /// changes are then pipelined (sent without waiting for their answers), and its commit waits once
     /// for all of them.
@@ -120,8 +136,9 @@ public final class PostgresStore: Store {
                 try connection.send("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)])
                 try connection.send("SELECT value, revision FROM herald_sequence")
                 var prefetching: (sequence: UInt64, revision: Int64)?
+                let othersWriting = Self.milliseconds() - othersHeard.load(ordering: .relaxed) < Self.othersWriting
                 if let sequence = state.seenSequence, state.seenRevision >= 0,
-                   heardRevision.load(ordering: .relaxed) > state.seenRevision {
+                   othersWriting || heardRevision.load(ordering: .relaxed) > state.seenRevision {
                     prefetching = (sequence, state.seenRevision)
                     // Bounded by what is committed now (the lock is held: nothing else commits meanwhile).
                     try connection.send("""
