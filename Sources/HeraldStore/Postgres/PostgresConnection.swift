@@ -199,16 +199,25 @@ final class PostgresConnection: @unchecked Sendable {
     /// A statement and its parameters.
     typealias Statement = (sql: String, parameters: [Parameter])
 
-    /// Queues statements in the pipeline, all or none. A text parameter holding a NUL byte is refused
-    /// before any is sent (PostgreSQL's text cannot hold one): it would fail the whole round trip, not
-    /// just its own change.
+    /// Queues statements in the pipeline, all or none: a text parameter holding a NUL byte is refused
+    /// before any is sent (PostgreSQL's text cannot hold one: it would fail the whole round trip, not
+    /// just its own change); when one cannot be sent after others were, the failure is kept, so that
+    /// the batch does not commit a part of them.
     func send(_ statements: [Statement]) throws(StoreError) {
         for statement in statements {
             for case .text(let text) in statement.parameters where text.utf8.contains(0) {
                 throw StoreError("PostgreSQL: a text value holds a NUL byte, which PostgreSQL cannot store", kind: .other)
             }
         }
-        for statement in statements { try send(statement.sql, statement.parameters) }
+        for (index, statement) in statements.enumerated() {
+            do throws(StoreError) {
+                try send(statement.sql, statement.parameters)
+            } catch {
+                // Some of them are queued: the round trip must not commit a part of them.
+                if index > 0, failure == nil { failure = error }
+                throw error
+            }
+        }
     }
 
     /// Queues one statement in the pipeline, without waiting for its answer. The first time a statement
