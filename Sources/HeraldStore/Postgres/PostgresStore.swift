@@ -28,15 +28,30 @@ public final class PostgresStore: Store {
     /// after its own commits), and after each (re)connection, when some may have been missed. While it
     /// cannot connect, readiness says the database is lost.
     public func listen(_ heard: @escaping @Sendable () -> Void) -> PostgresListener {
-        PostgresListener(url: url, channel: Self.channel, listening: listening) { [self] payloads in
-            // A payload is the revision committed; one that does not read counts as news.
-            let newest = payloads.map { $0.map { Int64($0) ?? .max }.max() ?? .max } ?? seen.load(ordering: .relaxed) + 1
-            heardRevision.max(newest, ordering: .relaxed)
-            if newest > seen.load(ordering: .relaxed) {
-                if payloads != nil { othersHeard.store(Self.milliseconds(), ordering: .relaxed) }
-                heard()
+        wakeAfterFailure.withLock { $0 = Wake(run: heard) }
+        return PostgresListener(url: url, channel: Self.channel, listening: listening) { [self] payloads in
+            guard let payloads else {
+                heardRevision.max(seen.load(ordering: .relaxed) + 1, ordering: .relaxed)
+                return heard()
             }
+            // A payload is the revision committed; one that does not read counts as news. This
+            // store's own commit is not (the notification may come before `seen` moves past it).
+            let revisions = payloads.map { Int64($0) ?? .max }
+            heardRevision.max(revisions.max() ?? .max, ordering: .relaxed)
+            let (known, own) = (seen.load(ordering: .relaxed), committing.load(ordering: .relaxed))
+            guard revisions.contains(where: { $0 > known && $0 != own }) else { return }
+            othersHeard.store(Self.milliseconds(), ordering: .relaxed)
+            heard()
         }
+    }
+
+    /// The revision this store's batch is committing, or committed last.
+    private let committing = Atomic<Int64>(-1)
+    /// What the listener wakes; also woken when a commit fails, since another replica's commit of
+    /// the same revision may then have been taken for this store's own.
+    private let wakeAfterFailure = Lock<Wake?>(nil)
+    private struct Wake: Sendable {
+        let run: @Sendable () -> Void
     }
 
     /// The revision this store last read or wrote (`State.seenRevision`, for the listener's thread).
@@ -187,7 +202,10 @@ public final class PostgresStore: Store {
                 if let failure = connection.takeFailure() { throw failure }
                 // The write lock is held since the batch began, so the revision it commits is the next.
                 let revision = state.batchWrote ? state.seenRevision + 1 : state.seenRevision
-                if state.batchWrote { try connection.send(Self.advance(to: state.batchSequence, revision: revision)) }
+                if state.batchWrote {
+                    committing.store(revision, ordering: .relaxed)
+                    try connection.send(Self.advance(to: state.batchSequence, revision: revision))
+                }
                 try connection.send("COMMIT")
                 try connection.flush()
                 connection.exitPipeline()
@@ -200,6 +218,8 @@ public final class PostgresStore: Store {
                 state.seenRevision = -1
                 state.seenSequence = nil
                 state.prefetched = nil
+                committing.store(-1, ordering: .relaxed)
+                wakeAfterFailure.withLock { $0 }?.run()
                 throw error
             }
         }
