@@ -37,12 +37,14 @@ struct DomainSnapshot {
                 }
             }
         }
+        var counts: [AuctionID: Int] = [:]
         for row in stored.auctions {
             guard let auction = Journal.auction(row) else {
                 throw StoreError("the stored auction '\(row.id)' is unreadable: restore the data directory from a backup")
             }
             auctions.append(auction)
-            if let count = row.bidCount { bidCounts = (bidCounts ?? [:]).merging([auction.id: count]) { $1 } }
+            if let count = row.bidCount { counts[auction.id] = count }
         }
+        if !counts.isEmpty { bidCounts = counts }
     }
 }

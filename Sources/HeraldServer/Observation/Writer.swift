@@ -149,9 +149,8 @@ final class Writer: Sendable {
             guard !state.withLock({ $0.started }) else { return nil }
             return thread.standIn { () -> Result<T, DomainError>? in
                 let outcome = Lock<Result<T, DomainError>?>(nil)
-                let steps = steps.withLock { $0 }
-                let refusal = steps.prepare()
-                runBatch([command(work) { result in outcome.withLock { $0 = result } }], steps: steps, refusal: refusal)
+                let command = command(work) { result in outcome.withLock { $0 = result } }
+                runBatch { [command] }
                 return outcome.withLock { $0 }
             } ?? .failure(DomainError(.failed, "the change was not answered"))
         }
@@ -186,22 +185,23 @@ final class Writer: Sendable {
                 wake.wait()
                 continue
             }
-            // The batch begins before its changes are taken from the queue: while it waits for a shared
-            // store's write lock (other replicas' batches), the changes that arrive join it.
-            let steps = steps.withLock { $0 }
-            let refusal = steps.prepare()
-            let batch = state.withLock { state in
-                defer { state.queue = [] }
-                return state.queue
+            runBatch {
+                state.withLock { state in
+                    defer { state.queue = [] }
+                    return state.queue
+                }
             }
-            runBatch(batch, steps: steps, refusal: refusal)
         }
         finished.signal()
     }
 
-    /// Runs `batch`'s changes in order, finishes the batch, then answers them; or refuses them all
-    /// without running when the batch could not begin.
-    private func runBatch(_ batch: [Command], steps: Steps, refusal: DomainError?) {
+    /// Begins a batch, then takes its changes (`take`): while the batch waits for a shared store's write
+    /// lock (other replicas' batches), the changes that arrive join it. Runs them in order, finishes the
+    /// batch, then answers them; or refuses them all without running when the batch could not begin.
+    private func runBatch(taking take: () -> [Command]) {
+        let steps = steps.withLock { $0 }
+        let refusal = steps.prepare()
+        let batch = take()
         if let refusal {
             for command in batch { command.refuse(refusal) }
             return

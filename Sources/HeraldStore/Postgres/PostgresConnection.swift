@@ -52,6 +52,11 @@ final class PostgresConnection: @unchecked Sendable {
     /// Whether the connection is up, as far as libpq knows (it learns of a broken one when used).
     var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
 
+    /// The connection's last error, when libpq refused a call: unreachable once the connection is down.
+    private var connectionFailure: StoreError {
+        StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+    }
+
     /// Connects again if the connection broke. Returns whether it did (the session's state, such as
     /// its advisory locks, is then gone).
     func reconnectIfBroken() throws(StoreError) -> Bool {
@@ -74,7 +79,7 @@ final class PostgresConnection: @unchecked Sendable {
     /// Runs SQL without parameters, several statements allowed (a migration).
     func execute(_ sql: String) throws(StoreError) {
         guard let result = PQexec(handle, sql) else {
-            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+            throw connectionFailure
         }
         defer { PQclear(result) }
         try check(result)
@@ -104,7 +109,7 @@ final class PostgresConnection: @unchecked Sendable {
             PQexecParams(handle, sql, count, nil, values, lengths, formats, 0)
         }
         guard let result else {
-            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+            throw connectionFailure
         }
         defer { PQclear(result) }
         try check(result)
@@ -225,35 +230,24 @@ final class PostgresConnection: @unchecked Sendable {
     /// picks rows by a range of its parameter (`revision > $1`) is better planned each time: a prepared
     /// one may get PostgreSQL's generic plan, which guesses a third of the table and scans it all.
     func send(_ sql: String, _ parameters: [Parameter] = [], prepared usePrepared: Bool = true) throws(StoreError) {
-        guard usePrepared else {
-            let sent = Self.withParameters(parameters) { count, values, lengths, formats in
-                PQsendQueryParams(handle, sql, count, nil, values, lengths, formats, 0)
-            }
-            guard sent == 1 else {
-                throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
-            }
-            unread.append(.statement)
-            return
-        }
-        let name: String
-        if let known = prepared[sql] {
-            name = known
-        } else {
-            preparations += 1
-            name = "herald_\(preparations)"
-            guard PQsendPrepare(handle, name, sql, Int32(parameters.count), nil) == 1 else {
-                throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
-            }
-            prepared[sql] = name
-            unread.append(.preparation(sql))
-        }
+        let name = usePrepared ? try preparedName(sql, parameterCount: parameters.count) : nil
         let sent = Self.withParameters(parameters) { count, values, lengths, formats in
-            PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0)
+            guard let name else { return PQsendQueryParams(handle, sql, count, nil, values, lengths, formats, 0) }
+            return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0)
         }
-        guard sent == 1 else {
-            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
-        }
+        guard sent == 1 else { throw connectionFailure }
         unread.append(.statement)
+    }
+
+    /// The name `sql` is prepared under on this connection; queues its preparation the first time.
+    private func preparedName(_ sql: String, parameterCount: Int) throws(StoreError) -> String {
+        if let known = prepared[sql] { return known }
+        preparations += 1
+        let name = "herald_\(preparations)"
+        guard PQsendPrepare(handle, name, sql, Int32(parameterCount), nil) == 1 else { throw connectionFailure }
+        prepared[sql] = name
+        unread.append(.preparation(sql))
+        return name
     }
 
     /// Ends the pipeline's round trip: asks PostgreSQL to answer everything queued, and reads the
@@ -265,7 +259,7 @@ final class PostgresConnection: @unchecked Sendable {
         unread = []
         guard PQpipelineSync(handle) == 1 else {
             for case .preparation(let sql) in sent { prepared[sql] = nil }
-            throw StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+            throw connectionFailure
         }
         var answers: [Rows] = []
         var first: StoreError?
@@ -295,7 +289,7 @@ final class PostgresConnection: @unchecked Sendable {
             if !answered {
                 // The connection broke: nothing more will come.
                 for case .preparation(let sql) in sent[index...] { prepared[sql] = nil }
-                let broken = StoreError("PostgreSQL: \(Self.message(handle))", kind: isConnected ? .other : .unreachable)
+                let broken = connectionFailure
                 if failure == nil { failure = first ?? broken }
                 throw first ?? broken
             }

@@ -4,6 +4,15 @@ import HeraldJSON
 /// The SQL of `PostgresStore`: the reads that catch a replica up, and the statements that store a
 /// change, each with its parameters (never spliced into the SQL).
 extension PostgresStore {
+    /// The read of the events after `sequence`, oldest first. Bounded by the sequence committed: no
+    /// event lies beyond it, and PostgreSQL then uses the key even on a table without statistics.
+    static func eventsRead(after sequence: UInt64) -> Statement {
+        ("""
+         SELECT id, topic, name, data, tags, at FROM herald_events
+         WHERE id > $1 AND id <= (SELECT value FROM herald_sequence) ORDER BY id
+         """, [.int(Int64(clamping: sequence))])
+    }
+
     /// The reads of what changed in the revisions missed: records, removals, auctions, bids.
     static func missedReads(_ missed: Missed) -> [Statement] {
         [records(changed: missed), ("SELECT kind, id FROM herald_removals \(missed.filter) ORDER BY kind, id", missed.parameters)]

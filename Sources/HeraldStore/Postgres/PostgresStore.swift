@@ -149,16 +149,14 @@ public final class PostgresStore: Store {
                 try connection.send("BEGIN")
                 try connection.send("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)])
                 try connection.send("SELECT value, revision FROM herald_sequence")
-                var prefetching: (sequence: UInt64, revision: Int64)?
+                // The events after this sequence, and what changed since the revision seen, when read now.
+                var prefetching: UInt64?
                 let othersWriting = Self.milliseconds() - othersHeard.load(ordering: .relaxed) < Self.othersWriting
                 if let sequence = state.seenSequence, state.seenRevision >= 0,
                    othersWriting || heardRevision.load(ordering: .relaxed) > state.seenRevision {
-                    prefetching = (sequence, state.seenRevision)
-                    // Bounded by what is committed now (the lock is held: nothing else commits meanwhile).
-                    try connection.send("""
-                        SELECT id, topic, name, data, tags, at FROM herald_events
-                        WHERE id > $1 AND id <= (SELECT value FROM herald_sequence) ORDER BY id
-                        """, [.int(Int64(clamping: sequence))])
+                    prefetching = sequence
+                    let events = Self.eventsRead(after: sequence)
+                    try connection.send(events.sql, events.parameters)
                     for statement in Self.missedReads(Missed(after: state.seenRevision, through: nil)) {
                         try connection.send(statement.sql, statement.parameters)
                     }
@@ -172,7 +170,7 @@ public final class PostgresStore: Store {
                 state.prefetched = nil
                 if prefetching != nil { prefetches.add(1, ordering: .relaxed) }
                 if behind, let prefetching {
-                    state.prefetched = (prefetching.sequence, answers[3].rows.map(Self.event), Self.changes(Array(answers[4...])))
+                    state.prefetched = (prefetching, answers[3].rows.map(Self.event), Self.changes(Array(answers[4...])))
                 }
                 state.seenRevision = revision
                 state.seenSequence = committed
@@ -359,8 +357,8 @@ public final class PostgresStore: Store {
     public func events(after id: UInt64) throws(StoreError) -> [StoredEvent] {
         try use { state throws(StoreError) -> [StoredEvent] in
             if state.inBatch, let prefetched = state.prefetched, prefetched.after == id { return prefetched.events }
-            return try state.connection.query("SELECT id, topic, name, data, tags, at FROM herald_events WHERE id > $1 ORDER BY id",
-                                       [.int(Int64(clamping: id))]).rows.map(Self.event)
+            let events = Self.eventsRead(after: id)
+            return try state.connection.query(events.sql, events.parameters).rows.map(Self.event)
         }
     }
 
