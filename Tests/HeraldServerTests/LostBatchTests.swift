@@ -97,6 +97,9 @@ import Testing
                                      ("POST", "/trips/\(trip)/delay", #"{"deltaSeconds":120}"#)] {
             let before = try state()
             let committing = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            // Let go on every way out of the round (a read below may throw): a writer left held here
+            // would hold the server's stop, and the test run with it, for ever.
+            defer { release.signal() }
             store.beforeNextCommit.withLock { $0 = SQLiteStore.Hook { committing.signal(); release.wait() } }
             store.failNextCommit.withLock { $0 = commitFails }
             let answer = Lock<Int?>(nil), answered = DispatchSemaphore(value: 0)

@@ -289,6 +289,48 @@ struct PostgresStoreTests {
         #expect(try store.load(eventLimit: 10).events.map(\.id) == [1, 2])
     }
 
+    /// Nothing waits for ever on another session: a batch that waits `lockWait` for the write lock is
+    /// refused as busy (503 to its clients), and a session that sits that long in its transaction
+    /// without a word is ended by PostgreSQL, which lets the lock go to the next batch.
+    @Test func neitherTheLockNorAnIdleTransactionIsWaitedForForEver() throws {
+        let url = try TestPostgres.database()
+        let held = try TestPostgres.HeldLock(PostgresStore.lockKey, on: url)
+        let waiting = try PostgresStore(url: url, lockWait: .milliseconds(500))
+        let refused = Self.within(60) { Result { () throws(StoreError) in try waiting.beginBatch() } }
+        held.release()
+        #expect(refused != nil, "the wait for the lock ended")
+        guard case .failure(let refusal)? = refused else { Issue.record("the batch began under a held lock"); return }
+        #expect(refusal.kind == .busy, "\(refusal)")
+        try waiting.commit(event: event(1), records: [], auction: nil, bid: nil)
+
+        // A replica that began a batch and went quiet: it holds the lock until PostgreSQL ends its session.
+        let quiet = try PostgresStore(url: url, lockWait: .milliseconds(500))
+        #expect(try quiet.beginBatch()?.committed == 1)
+        let next = try PostgresStore(url: url, lockWait: .seconds(60))
+        let began = Self.within(60) { Result { () throws(StoreError) in try next.beginBatch() } }
+        #expect(began != nil, "the quiet session was ended, and the lock with it")
+        #expect(try began?.get()?.committed == 1)
+        try next.commit(event: event(2), records: [], auction: nil, bid: nil)
+        try next.commitBatch()
+        #expect(throws: StoreError.self, "the quiet batch's session is gone") { try quiet.commitBatch() }
+        try quiet.commit(event: event(3), records: [], auction: nil, bid: nil)
+        #expect(try quiet.load(eventLimit: 10).events.map(\.id) == [1, 2, 3], "it connects again and goes on")
+    }
+
+    /// Runs `body` on a thread of its own and returns what it returned, or nil when it did not return
+    /// within `seconds` (it is left running): a test of a wait that must end fails instead of hanging.
+    static func within<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Lock<T?>(nil)
+        Thread {
+            let value = body()
+            outcome.withLock { $0 = value }
+            done.signal()
+        }.start()
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return outcome.withLock { $0 }
+    }
+
     @Test func pruningByCountAndAgeKeepsTheSequence() throws {
         let store = try PostgresStore(url: try TestPostgres.database())
         for id in 1...5 {

@@ -80,6 +80,22 @@ public final class PostgresStore: Store {
     /// The database's size at the last scrape that found the connection free.
     private let lastSize = Atomic<Int64>(-1)
 
+    /// The longest a batch waits for the write lock, and the longest a session sits idle in a
+    /// transaction, by default. Contended batches wait milliseconds. A replica that stopped while it
+    /// held the lock (a process paused, a machine gone quiet with its connection still open) would
+    /// otherwise stop every replica's writes for good: PostgreSQL ends its session after this long,
+    /// and a batch that waited this long is refused (503), not left hanging.
+    public static let lockWait: Duration = .seconds(60)
+
+    /// Set on every session of the store's: acknowledged commits are on disk (`synchronous_commit`),
+    /// and neither a wait for a lock nor a transaction left idle lasts for ever.
+    private let settings: String
+
+    static func settings(lockWait: Duration) -> String {
+        let milliseconds = max(1, lockWait.components.seconds * 1000 + lockWait.components.attoseconds / 1_000_000_000_000_000)
+        return "SET synchronous_commit = on; SET lock_timeout = \(milliseconds); SET idle_in_transaction_session_timeout = \(milliseconds)"
+    }
+
     /// The key of the advisory lock each batch takes, the database's write lock ("HERA").
     static let lockKey: Int64 = 0x4845_5241
     /// The channel commits notify, with the committed sequence as payload.
@@ -108,12 +124,14 @@ public final class PostgresStore: Store {
     }
 
     /// Connects and migrates the database to the current schema. Refuses a database migrated by a
-    /// newer Herald.
-    public init(url: String) throws(StoreError) {
+    /// newer Herald. `lockWait` bounds how long a batch waits for the write lock, and how long any
+    /// session of a replica may sit in a transaction without a word (see `settings`).
+    public init(url: String, lockWait: Duration = PostgresStore.lockWait) throws(StoreError) {
         let connection = try PostgresConnection(url)
         self.url = url
+        settings = Self.settings(lockWait: lockWait)
         location = connection.location
-        try connection.execute("SET synchronous_commit = on")
+        try connection.execute(settings)
         try PostgresMigrations.migrate(connection)
         self.connection = Lock(State(connection: connection))
     }
@@ -127,7 +145,7 @@ public final class PostgresStore: Store {
                 seen.store(state.seenRevision, ordering: .relaxed)
             }
             if !state.inBatch, try state.connection.reconnectIfBroken() {
-                try state.connection.execute("SET synchronous_commit = on")
+                try state.connection.execute(settings)
             }
             return try body(&state)
         }
