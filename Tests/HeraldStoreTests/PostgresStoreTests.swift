@@ -289,6 +289,19 @@ struct PostgresStoreTests {
         #expect(try store.load(eventLimit: 10).events.map(\.id) == [1, 2])
     }
 
+    /// A change made outside a batch, after another store committed, does not count that commit as
+    /// read: the next batch still finds itself behind, and reads the other's change.
+    @Test func aChangeOutsideABatchDoesNotSkipWhatAnotherCommittedBeforeIt() throws {
+        let url = try TestPostgres.database()
+        let (first, second) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        _ = try first.load(eventLimit: 0)
+        try second.commit(event: event(1), records: [RecordChange(kind: "unit", id: "b", document: [2])], auction: nil, bid: nil)
+        try first.commit(event: event(2), records: [], auction: nil, bid: nil)
+        #expect(try first.beginBatch()?.behind == true, "the second's change is still to be read")
+        #expect(try first.missedChanges()?.changed.records["unit"]?.map(\.id) == ["b"])
+        first.rollbackBatch()
+    }
+
     /// Nothing waits for ever on another session: a batch that waits `lockWait` for the write lock is
     /// refused as busy (503 to its clients), and a session that sits that long in its transaction
     /// without a word is ended by PostgreSQL, which lets the lock go to the next batch.

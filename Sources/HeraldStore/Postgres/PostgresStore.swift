@@ -324,8 +324,12 @@ public final class PostgresStore: Store {
                 try connection.query(statement.sql, statement.parameters)
             }
             try connection.execute("COMMIT")
-            state.seenRevision = committing
-            if let event { state.seenSequence = event }
+            // Only when nothing came between: otherwise the next batch must still read what others
+            // committed before this change (it then reads this one too, harmlessly).
+            if state.seenRevision == committing - 1 {
+                state.seenRevision = committing
+                if let event { state.seenSequence = event }
+            }
         } catch {
             // A COMMIT whose answer was lost may have committed: read what is there next.
             state.seenRevision = -1
