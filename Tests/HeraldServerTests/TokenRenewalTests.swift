@@ -28,6 +28,39 @@ import Testing
 
     func amount(_ event: SSEEvent) -> Int? { (event.json["bid"] as? [String: Any])?["amount"] as? Int }
 
+    /// A stream clock whose `elapsed` and `date`, read one after the other, fall on two sides of a
+    /// step of `step` seconds (the date is read that far ahead), while `reading` is one moment: what
+    /// a clock moved by another thread can do between two reads.
+    final class SteppingClock: StreamClock, Sendable {
+        let base: ManualClock
+        let step: Double
+        init(_ base: ManualClock, step: Double) { (self.base, self.step) = (base, step) }
+        var elapsed: Duration { base.elapsed }
+        var date: Date { base.now.addingTimeInterval(step) }
+        var reading: (elapsed: Duration, date: Date) { base.reading }
+    }
+
+    /// The engine files a token's end from one reading of its clock. Here a date read apart is 30 s
+    /// ahead: filed from it, a 60 s token's stream ended 30 s in (and a step between the reads of a
+    /// test's clock once left a stream open past its end, its entry taken early and dropped).
+    @Test func aTokensEndIsFiledFromOneReadingOfTheClock() async throws {
+        let manual = ManualClock(now: Date())
+        let start = manual.now
+        let server = try await TestHerald.secured(clock: manual) { configuration in
+            configuration.http.streamClock = SteppingClock(manual, step: 30)
+            configuration.http.expiryWarning = .seconds(5)
+        }
+        defer { server.stop() }
+        let token = try await Tokens.make(expires: start.addingTimeInterval(60))
+        let stream = try server.stream("/currency/events", headers: Tokens.bearer(token))
+        #expect(try stream.next().event == "stream")
+        manual.advance(by: 40)
+        #expect(!stream.awaitEnd(timeout: 3), "40 s in, the stream of a 60 s token is open")
+        manual.advance(by: 25)
+        #expect(try stream.next(named: "expired").json["expiresAt"] as? String == Timestamp.format(start.addingTimeInterval(60)))
+        #expect(stream.awaitEnd(timeout: 15))
+    }
+
     /// Renewed twice, a stream runs past three `exp`s on one connection and loses no bid; not renewed
     /// a third time, it ends with `expired`.
     @Test func aStreamRenewedTwiceRunsPastThreeExpsWithoutAGap() async throws {

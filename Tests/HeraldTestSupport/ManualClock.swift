@@ -71,4 +71,9 @@ public final class ManualClock: DomainClock {
 extension ManualClock: StreamClock {
     public var elapsed: Duration { .milliseconds(Int64((now.timeIntervalSince(start) * 1000).rounded())) }
     public var date: Date { now }
+    /// Both from one reading: `advance` runs on the test's thread while the engine reads.
+    public var reading: (elapsed: Duration, date: Date) {
+        let now = now
+        return (.milliseconds(Int64((now.timeIntervalSince(start) * 1000).rounded())), now)
+    }
 }

@@ -78,11 +78,11 @@ final class EventStream: @unchecked Sendable {
     var inputReceived = 0
     /// In the engine's epoll set; until then a wake-up is ignored (registering writes the stream anyway).
     var registered = false
-    /// The feed's end as last filed in the expiry wheel, and when it falls and its warning is due, in
-    /// seconds of the engine's elapsed time (see `StreamEngine.file`).
+    /// The feed's end as last filed in the expiry wheel, and the wheel's seconds (of the engine's
+    /// elapsed time) its end and its warning are filed under (see `StreamEngine.file`).
     var deadline: Date?
-    var endsAt = Double.infinity
-    var warnsAt = Double.infinity
+    var endSecond = Int64.max
+    var warnSecond = Int64.max
     var warned = false
     var closed = false
 

@@ -8,6 +8,13 @@ public protocol StreamClock: Sendable {
     var elapsed: Duration { get }
     /// Now, as a date.
     var date: Date { get }
+    /// Both at one moment. A clock that another thread moves in steps (a test's) must read them at
+    /// once: read apart, a step between the two put a token's end in the wrong second.
+    var reading: (elapsed: Duration, date: Date) { get }
+}
+
+extension StreamClock {
+    public var reading: (elapsed: Duration, date: Date) { (elapsed, date) }
 }
 
 /// The system's time: monotonic for `elapsed`, the wall clock for `date`.

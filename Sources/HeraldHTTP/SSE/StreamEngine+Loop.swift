@@ -199,30 +199,34 @@ extension StreamEngine {
         stream.deadline = stream.feed.expires
         stream.warned = false
         guard let expires = stream.deadline else {
-            (stream.endsAt, stream.warnsAt) = (.infinity, .infinity)
+            (stream.endSecond, stream.warnSecond) = (.max, .max)
             return
         }
-        let (now, left) = (elapsed, expires.timeIntervalSince(clock.date))
-        stream.endsAt = elapsedSeconds + left
-        stream.warnsAt = stream.endsAt - expiryWarning
-        loop.owned.expiry.add(stream.token, secondsLeft: left, at: now)
+        // One reading of both: the second filed and the time left must come from the same moment.
+        let (now, date) = clock.reading
+        let left = expires.timeIntervalSince(date)
+        stream.endSecond = loop.owned.expiry.add(stream.token, secondsLeft: left, at: now)
         // Opened (or renewed) with less time than the warning: warned at the next tick.
-        loop.owned.expiry.add(stream.token, secondsLeft: max(left - expiryWarning, 0), at: now)
+        stream.warnSecond = loop.owned.expiry.add(stream.token, secondsLeft: max(left - expiryWarning, 0), at: now)
     }
 
     /// Warns each stream whose end is near, and ends, cleanly, each whose token has expired: what is
     /// queued goes out, then the feed's `expired` bytes, then the body's end. The wheel gives a stream
-    /// at the first tick at or past the second its end (or warning) falls in, so `elapsedSeconds` has
-    /// reached the time filed.
+    /// at the first tick at or past the second its end (or warning) is filed under, the first whole
+    /// second at or past it: a stream is due when that second has come. An entry of an end that
+    /// moved (a renewal filed the stream again, under later seconds) finds it not due, and does
+    /// nothing. (Compared as fractions of a second, read apart from the tick's second, an end could
+    /// fall between the two and its entry be taken, not due, and never again: the stream then stayed
+    /// open past its token's end.)
     private func endExpired(_ loop: Loop) {
-        let now = elapsedSeconds
-        for token in loop.owned.expiry.take(through: elapsed.components.seconds) {
+        let second = elapsed.components.seconds
+        for token in loop.owned.expiry.take(through: second) {
             guard let stream = loop.owned.streams[token], stream.deadline != nil else { continue }
-            if now >= stream.endsAt {
+            if stream.endSecond <= second {
                 stream.closing = max(stream.closing ?? .graceful, .graceful)
                 stream.closingReason = stream.closingReason ?? .expired
                 loop.owned.ready.append(stream)
-            } else if now >= stream.warnsAt, !stream.warned {
+            } else if stream.warnSecond <= second, !stream.warned {
                 stream.warned = true
                 if stream.feed.warnExpiring() { loop.owned.ready.append(stream) }
             }

@@ -41,7 +41,6 @@ public final class StreamEngine: Sendable {
     /// The engine's time (heartbeats, the tick, stream expiry).
     let clock: any StreamClock
     var elapsed: Duration { clock.elapsed }
-    var elapsedSeconds: Double { elapsed.inSeconds }
     /// How long before its end a stream is warned (`EventFeed.warnExpiring`), in seconds.
     let expiryWarning: Double
     let streamCount = Atomic<Int>(0)

@@ -92,11 +92,15 @@ struct ExpiryWheel {
     /// bounded before it becomes an integer), under the first whole second at or past its end: never
     /// ended early. (Filed by `now`'s whole second, a stream filed at 10.95 s with 1 s left ended at the
     /// tick of second 11, 0.05 s later: a `/changes?wait=1` answered at once.)
-    mutating func add(_ token: UInt64, secondsLeft: Double, at now: Duration) {
+    /// Returns the second it is filed under.
+    @discardableResult
+    mutating func add(_ token: UInt64, secondsLeft: Double, at now: Duration) -> Int64 {
         let left = secondsLeft.isFinite ? min(max(secondsLeft, 0), Self.longestWait) : 0
         let fraction = Double(now.components.attoseconds) / 1e18
         let seconds = Int64((fraction + left).rounded(.up))
-        due[max(now.components.seconds + seconds, endedThrough + 1), default: []].append(token)
+        let second = max(now.components.seconds + seconds, endedThrough + 1)
+        due[second, default: []].append(token)
+        return second
     }
 
     /// The streams whose second has come by `now`, in the order of their seconds; each is given once.
