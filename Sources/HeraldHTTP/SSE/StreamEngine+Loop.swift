@@ -153,8 +153,8 @@ extension StreamEngine {
         for index in owned.staged.indices { owned.staged[index].removeAll() }
         // Whatever came in after the last pass: streams never registered are closed, wake-ups dropped.
         for stream in loop.inbox.withLock({ inbox in defer { inbox = Inbox() }; return inbox.added }) {
-            close(stream.socket)
             stream.feed.close()
+            close(stream.socket)
         }
         loop.done.signal()
     }
@@ -182,9 +182,9 @@ extension StreamEngine {
         if !stream.asAccepted { clinux_send_immediately(stream.socket) }
         guard cepoll_add(loop.epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
             stream.closed = true
+            stream.feed.close()
             close(stream.socket)
             forget(stream.client, on: loop)
-            stream.feed.close()
             return
         }
         stream.registered = true
@@ -324,8 +324,7 @@ extension StreamEngine {
 
     /// The body's end is out: close the sending side, then the socket.
     private func finish(_ stream: EventStream, in loop: Loop) {
-        shutdown(stream.socket, Int32(SHUT_WR))
-        drop(stream, stream.closingReason ?? .finished, in: loop)
+        drop(stream, stream.closingReason ?? .finished, in: loop, shuttingDown: true)
     }
 
     /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
@@ -350,17 +349,20 @@ extension StreamEngine {
     private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
     /// Closes the socket and ends the feed (which removes the observer), and tells why.
-    private func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop) {
+    private func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop, shuttingDown: Bool = false) {
         guard !stream.closed else { return }
         observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
                                             duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
         stream.closed = true
+        // The feed first: a client that sees its stream end may at once renew it or resume it, and must
+        // find it gone (closed after the socket, a renewal sent at the end was taken, 204, once).
+        stream.feed.close()
         _ = cepoll_remove(loop.epoll, stream.socket)
+        if shuttingDown { shutdown(stream.socket, Int32(SHUT_WR)) }
         close(stream.socket)
         stream.out = []
         loop.owned.streams.removeValue(forKey: stream.token)
         forget(stream.client, on: loop)
-        stream.feed.close()
         loop.owned.closedSinceTrim += 1
         if loop.owned.streams.isEmpty, loop.owned.closedSinceTrim >= Self.trimAfter {
             // Many subscribers gone at once: glibc keeps their freed memory unless asked to return it.
