@@ -69,7 +69,7 @@ public final class ManualClock: DomainClock {
 
 /// The stream engine may follow the clock too: its heartbeats and tokens' ends come when a test advances it.
 extension ManualClock: StreamClock {
-    public var elapsed: Duration { .milliseconds(Int64((now.timeIntervalSince(start) * 1000).rounded())) }
+    public var elapsed: Duration { reading.elapsed }
     public var date: Date { now }
     /// Both from one reading: `advance` runs on the test's thread while the engine reads.
     public var reading: (elapsed: Duration, date: Date) {

@@ -348,7 +348,7 @@ extension StreamEngine {
     /// The last chunk of a chunked body.
     private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
-    /// Closes the socket and ends the feed (which removes the observer), and tells why.
+    /// Ends the feed (which removes the observer), then closes the socket, and tells why.
     private func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop, shuttingDown: Bool = false) {
         guard !stream.closed else { return }
         observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,

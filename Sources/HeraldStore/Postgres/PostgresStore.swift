@@ -92,7 +92,7 @@ public final class PostgresStore: Store {
     private let settings: String
 
     static func settings(lockWait: Duration) -> String {
-        let milliseconds = max(1, lockWait.components.seconds * 1000 + lockWait.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = max(1, Int64((lockWait / .milliseconds(1)).rounded(.up)))
         return "SET synchronous_commit = on; SET lock_timeout = \(milliseconds); SET idle_in_transaction_session_timeout = \(milliseconds)"
     }
 
