@@ -14,7 +14,7 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Herald's process id, for RSS and CPU from /proc (not with --storm, which starts Herald itself).") var pid: Int32?
     @Option(help: "SSE subscribers to open.") var subscribers = 1000
     @Option(help: "Bids to publish.") var events = 50
-    @Option(help: "Milliseconds between bids.") var intervalMs = 20.0
+    @Option(help: "Milliseconds between bids, on a fixed schedule: bid k is sent (k - 1) × this after the first, answered or not.") var intervalMs = 20.0
     @Option(help: "New subscribers per second while ramping up.") var ramp = 5000.0
     @Option(help: "Loopback source addresses to spread subscribers over (127.0.0.1, .2, …).") var sources = 4
     @Option(help: "Seconds to measure idle CPU with everyone connected.") var idleSeconds = 5.0

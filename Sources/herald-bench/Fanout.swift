@@ -2,8 +2,12 @@ import CLinux
 import Foundation
 import Synchronization
 
-/// The fan-out measurement: N subscribers on one epoll loop, M bids from another thread.
+/// The fan-out measurement: N subscribers on one epoll loop, M bids on a fixed schedule from other threads.
 struct Fanout {
+    /// Threads that send the bids, each with its connection: enough that a server answering a bid
+    /// late (after its fan-out) does not hold the next one back.
+    static let publishers = 4
+
     struct Options {
         var host = "127.0.0.1"
         var port = 8080
@@ -193,36 +197,55 @@ struct Fanout {
         let answers = Mutex((answered: 0, accepted: 0))
         let pipelined = options.pipelined
         let nchan = options.nchan
-        Thread.detachNewThread {
-            // The bids' answers are timed on this thread, which shares its core with the busy reader:
-            // ahead of it (when allowed), the timing is the server's, not the wait for the core.
-            _ = clinux_nice_this_thread(-10)
-            let client = BlockingHTTP(host: host, port: port)
-            if pipelined {
+        if pipelined {
+            Thread.detachNewThread {
+                _ = clinux_nice_this_thread(-10)
+                let client = BlockingHTTP(host: host, port: port)
                 let bodies = (1...events).map { #"{"bidder":"bench","amount":\#($0)}"# }
                 let now = Date().timeIntervalSince1970
                 sendTimes.withLock { for amount in 1...events { $0[amount] = now } }
                 guard auctions.count == 1 else { fatalError("--pipelined bids on one auction") }
                 let statuses = (try? client.pipeline("POST", "/auctions/\(auction)/bids", json: bodies, timeout: 20)) ?? []
                 answers.withLock { $0 = (statuses.count, statuses.count { (200..<300).contains($0) }) }
-            } else {
-                for amount in 1...events {
-                    let sent = Date().timeIntervalSince1970
-                    sendTimes.withLock { $0[amount] = sent }
-                    let target = auctions[amount % auctions.count]
-                    let status = try? client.bid(on: target, amount: amount, bidder: "bench", nchan: nchan)
-                    let took = (Date().timeIntervalSince1970 - sent) * 1000
-                    bidTimes.withLock { $0.append(took) }
-                    answers.withLock { answers in
-                        if status != nil { answers.answered += 1 }
-                        if let status, (200..<300).contains(status) { answers.accepted += 1 }
+                publisherDone.store(true, ordering: .releasing)
+            }
+        } else {
+            // Bids on a fixed schedule, bid k at (k - 1) × interval from the first, whenever the one before
+            // was answered: a server that answers a publish only after its fan-out (nchan does) gets the
+            // same rate as one that answers first. Bid k goes from publisher (k - 1) mod 4, each a thread
+            // with its own connection.
+            let first = Date().timeIntervalSince1970
+            let publishers = min(Self.publishers, events)
+            let finished = Atomic<Int>(0)
+            for publisher in 0..<publishers {
+                Thread.detachNewThread {
+                    // The bids' answers are timed on these threads, which share their core with the busy
+                    // reader: ahead of it (when allowed), the timing is the server's, not the wait for the core.
+                    _ = clinux_nice_this_thread(-10)
+                    let client = BlockingHTTP(host: host, port: port)
+                    for amount in stride(from: publisher + 1, through: events, by: publishers) {
+                        let due = first + Double(amount - 1) * interval / 1000
+                        let wait = due - Date().timeIntervalSince1970
+                        if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                        let sent = Date().timeIntervalSince1970
+                        sendTimes.withLock { $0[amount] = sent }
+                        let target = auctions[amount % auctions.count]
+                        let status = try? client.bid(on: target, amount: amount, bidder: "bench", nchan: nchan)
+                        let took = (Date().timeIntervalSince1970 - sent) * 1000
+                        bidTimes.withLock { $0.append(took) }
+                        answers.withLock { answers in
+                            if status != nil { answers.answered += 1 }
+                            if let status, (200..<300).contains(status) { answers.accepted += 1 }
+                        }
                     }
-                    Thread.sleep(forTimeInterval: interval / 1000)
+                    if finished.add(1, ordering: .acquiringAndReleasing).newValue == publishers {
+                        publisherDone.store(true, ordering: .releasing)
+                    }
                 }
             }
-            publisherDone.store(true, ordering: .releasing)
         }
         let cpuPublishStart = server.cpuSeconds
+        let loopsPublishStart = server.threadCPUSeconds(named: "herald-streams")
         let myCPUPublishStart = me.cpuSeconds
         let expected = connected * options.events
         let deadline = Date().addingTimeInterval(options.timeoutSeconds)
@@ -247,6 +270,10 @@ struct Fanout {
         report.burstSeconds = publishEnd - publishStart
         report.deliveredPerSecond = (Double(deliveries) / max(publishEnd - publishStart, 0.001)).rounded()
         report.server["cpuSecondsPublishing"] = cpuPublish
+        // Each stream-engine loop's share (Herald only; none for nchan).
+        for (loop, seconds) in server.threadCPUSeconds(named: "herald-streams") {
+            report.server["cpuSecondsPublishing:\(loop)"] = seconds - (loopsPublishStart[loop] ?? 0)
+        }
         report.client["cpuSecondsPublishing"] = myCPUPublish
         report.client["cpuMicrosecondsPerReceivedEvent"] = deliveries > 0 ? (myCPUPublish / Double(deliveries) * 1e7).rounded() / 10 : 0
         report.serverCpuMicrosecondsPerDeliveredEvent = deliveries > 0 ? (cpuPublish / Double(deliveries) * 1e7).rounded() / 10 : 0

@@ -12,8 +12,25 @@ struct ProcessStats {
     var cpuSeconds: Double { cpu.user + cpu.system }
 
     /// User and system (kernel) CPU seconds so far.
-    var cpu: (user: Double, system: Double) {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    var cpu: (user: Double, system: Double) { Self.cpu(of: "/proc/\(pid)/stat") }
+
+    /// User plus system CPU seconds so far of each thread whose name starts with `prefix`, by name
+    /// (Herald's stream-engine loops are `herald-streams`, `herald-streams1`, …).
+    func threadCPUSeconds(named prefix: String) -> [String: Double] {
+        let tasks = "/proc/\(pid)/task"
+        var seconds: [String: Double] = [:]
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
+            guard let name = try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines), name.hasPrefix(prefix) else { continue }
+            let cpu = Self.cpu(of: "\(tasks)/\(task)/stat")
+            seconds[name, default: 0] += cpu.user + cpu.system
+        }
+        return seconds
+    }
+
+    /// User and system CPU seconds from a `stat` file of `/proc` (a process's or a thread's).
+    private static func cpu(of path: String) -> (user: Double, system: Double) {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return (0, 0) }
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return (0, 0) }
