@@ -104,16 +104,19 @@ final class EventStream: @unchecked Sendable {
     /// Whether bytes wait to be written.
     var hasPending: Bool { sent < out.count }
 
-    /// A new write buffer: `headroom` free bytes, then the body.
+    /// A new write buffer: `headroom` free bytes, then the body. One allocation, with room for a
+    /// small event (`[UInt8](repeating:count:)` then `reserveCapacity` made two).
     static func buffer() -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: headroom)
-        buffer.reserveCapacity(headroom + 512)
-        return buffer
+        [UInt8](unsafeUninitializedCapacity: headroom + 512) { bytes, count in
+            UnsafeMutableBufferPointer(rebasing: bytes[..<headroom]).initialize(repeating: 0)
+            count = headroom
+        }
     }
 
     /// Makes `buffer` (headroom, then body bytes) the bytes to write, framed as one chunk on HTTP/1.1.
-    func load(_ buffer: [UInt8]) {
-        out = buffer
+    /// `buffer` gets the old bytes: framing a buffer the caller still held was a copy of every event.
+    func load(_ buffer: inout [UInt8]) {
+        swap(&out, &buffer)
         sent = Self.frame(&out, framing)
     }
 

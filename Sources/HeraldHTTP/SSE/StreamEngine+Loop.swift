@@ -27,6 +27,9 @@ extension StreamEngine {
         var expiry = ExpiryWheel()
         /// Streams closed since malloc last gave memory back to the system.
         var closedSinceTrim = 0
+        /// A write buffer (`EventStream.buffer()`) that a take left empty, for the next take; or none.
+        /// The second take of nearly every wake finds nothing: it no longer allocates and frees one.
+        var spare: [UInt8] = []
 
         init(loops: Int) { staged = Array(repeating: [], count: loops) }
     }
@@ -253,7 +256,8 @@ extension StreamEngine {
             }
             if stream.peerFinished, !wasFinished, !stream.hasPending {
                 // Half-closed, or gone: a heartbeat to a closed socket is answered with a reset.
-                stream.load(Self.heartbeatBuffer)
+                var beat = Self.heartbeatBuffer
+                stream.load(&beat)
                 guard stream.write() else {
                     drop(stream, .clientLeft, in: loop)
                     return
@@ -290,7 +294,8 @@ extension StreamEngine {
                 finish(stream, in: loop)
                 return
             }
-            var buffer = EventStream.buffer()
+            var buffer = loop.owned.spare.isEmpty ? EventStream.buffer() : loop.owned.spare
+            loop.owned.spare = []
             let before = stream.feed.eventsTaken
             let poll = stream.feed.take(into: &buffer, limit: stream.takeSize)
             if let observer {
@@ -300,17 +305,18 @@ extension StreamEngine {
             switch poll {
             case .taken:
                 // An empty chunk would end the body.
-                if buffer.count > EventStream.headroom { stream.load(buffer) }
+                if buffer.count > EventStream.headroom { stream.load(&buffer) }
             case .complete:
-                if buffer.count > EventStream.headroom { stream.load(buffer) }
+                if buffer.count > EventStream.headroom { stream.load(&buffer) }
                 stream.ending = true
                 if stream.framing == .chunked { stream.out += Self.lastChunk }
             case .idle:
+                if buffer.count == EventStream.headroom { swap(&loop.owned.spare, &buffer) }
                 if stream.closing == .graceful {
                     stream.ending = true
                     var last = EventStream.buffer()
                     if stream.closingReason == .expired { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
-                    if last.count > EventStream.headroom { stream.load(last) }
+                    if last.count > EventStream.headroom { stream.load(&last) }
                     if stream.framing == .chunked { stream.out += Self.lastChunk }
                 }
                 if !stream.ending { return }
@@ -336,7 +342,8 @@ extension StreamEngine {
             case .nothing: continue
             case .stoppedReading: drop(stream, .slowConsumer, in: loop)
             case .heartbeat:
-                stream.load(Self.heartbeatBuffer)
+                var beat = Self.heartbeatBuffer
+                stream.load(&beat)
                 if !stream.write() { drop(stream, .clientLeft, in: loop) } else { stream.liveness.sentHeartbeat() }
             }
         }
