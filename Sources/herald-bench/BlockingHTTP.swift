@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+import Synchronization
 
 /// A minimal blocking HTTP/1.1 client over one keep-alive connection, for the bench's own requests.
 final class BlockingHTTP {
@@ -17,11 +18,7 @@ final class BlockingHTTP {
     /// Sends a request with a JSON body (if any) and more header lines (`Name: value`); returns the status and body.
     func request(_ method: String, _ path: String, json: String? = nil, headers: [String] = []) throws -> (status: Int, body: String) {
         if fd < 0 { fd = try connectSocket() }
-        var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
-        for header in headers { text += header + "\r\n" }
-        if let json { text += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
-        text += "\r\n" + (json ?? "")
-        let bytes = Array(text.utf8)
+        let bytes = requestBytes(method, path, json: json, headers: headers)
         guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
             throw BenchError("send failed")
         }
@@ -41,45 +38,76 @@ final class BlockingHTTP {
         }
     }
 
-    /// Sends one request per body without waiting, then reads the answers in order; returns their
-    /// statuses (fewer than sent if the connection closed or `timeout` seconds passed).
-    func pipeline(_ method: String, _ path: String, json bodies: [String], timeout: Double) throws -> [Int] {
+    /// Sends `count` requests on this connection without waiting for their answers (pipelined, so the
+    /// server takes them in order), the k-th (from 1) once `due(k)` (seconds since 1970) has come, and
+    /// reads the answers in order on another thread. `request(k)` makes the k-th request's bytes,
+    /// `sent(k, time)` is told just before it goes and `answered(k, status)` once its answer is read.
+    /// Returns when every answer was read, the connection closed, or `timeout` passed after the last send.
+    func schedule(_ count: Int, due: (Int) -> Double, request: (Int) -> [UInt8], sent: (Int, Double) -> Void,
+                  answered: @escaping @Sendable (Int, Int) -> Void, timeout: Double) throws {
         if fd < 0 { fd = try connectSocket() }
         var tv = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let deadline = Date().addingTimeInterval(timeout)
-        var statuses: [Int] = []
-        var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        var requests: [UInt8] = []
-        for json in bodies {
-            requests += Array("\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)".utf8)
+        let socket = fd
+        let lastSent = Atomic<Double>(0)
+        let reading = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = clinux_nice_this_thread(-10)
+            var buffer: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            var consumed = 0
+            var read = 0
+            while read < count {
+                let last = lastSent.load(ordering: .acquiring)
+                if last > 0, Date().timeIntervalSince1970 > last + timeout { break }
+                let got = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, 65536, 0) }
+                if got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { break }
+                if got > 0 { buffer.append(contentsOf: chunk[0..<got]) }
+                while let (status, end) = Self.answer(in: buffer, from: consumed) {
+                    read += 1
+                    answered(read, status)
+                    consumed = end
+                }
+                if consumed > 1 << 16 {
+                    buffer.removeFirst(consumed)
+                    consumed = 0
+                }
+            }
+            reading.signal()
         }
-        var written = 0
-        var consumed = 0
-        while statuses.count < bodies.count, Date() < deadline {
-            if written < requests.count {
-                let sent = requests.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                if sent > 0 { written += sent } else if sent < 0, errno != EAGAIN, errno != EWOULDBLOCK { break }
+        for k in stride(from: 1, through: count, by: 1) {
+            let wait = due(k) - Date().timeIntervalSince1970
+            if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+            let bytes = request(k)
+            let now = Date().timeIntervalSince1970
+            sent(k, now)
+            var written = 0
+            while written < bytes.count {
+                let n = bytes.withUnsafeBytes { send(socket, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL)) }
+                if n > 0 { written += n } else if n < 0, errno == EINTR { continue } else { break }
             }
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, written < requests.count ? Int32(MSG_DONTWAIT) : 0) }
-            if count == 0 { break }
-            if count > 0 { buffer.append(contentsOf: chunk[0..<count]) }
-            // Every complete answer in the buffer.
-            while let end = find(buffer, [13, 10, 13, 10], from: consumed) {
-                let head = String(decoding: buffer[consumed..<end], as: UTF8.self)
-                let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
-                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-                guard buffer.count >= end + 4 + length else { break }
-                statuses.append(head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0)
-                consumed = end + 4 + length
-            }
-            if consumed > 1 << 20 {
-                buffer.removeFirst(consumed)
-                consumed = 0
-            }
+            lastSent.store(Date().timeIntervalSince1970, ordering: .releasing)
         }
-        return statuses
+        reading.wait()
+    }
+
+    /// The bytes of a request with a JSON body (if any) and more header lines (`Name: value`).
+    func requestBytes(_ method: String, _ path: String, json: String? = nil, headers: [String] = []) -> [UInt8] {
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
+        for header in headers { text += header + "\r\n" }
+        if let json { text += "Content-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n" }
+        text += "\r\n" + (json ?? "")
+        return Array(text.utf8)
+    }
+
+    /// The first whole answer in `buffer` from `start`: its status and where it ends; nil if it is not all in.
+    static func answer(in buffer: [UInt8], from start: Int) -> (status: Int, end: Int)? {
+        guard let end = find(buffer, [13, 10, 13, 10], from: start) else { return nil }
+        let head = String(decoding: buffer[start..<end], as: UTF8.self)
+        let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+        guard buffer.count >= end + 4 + length else { return nil }
+        return (head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0, end + 4 + length)
     }
 
     private func connectSocket() throws -> Int32 {
@@ -130,9 +158,18 @@ extension BlockingHTTP {
 
     /// Bids `amount` on `subject` (with `nchan`, publishes it as a message named `bid`); the answer's status.
     func bid(on subject: String, amount: Int, bidder: String, nchan: Bool) throws -> Int {
+        let bid = Self.bid(on: subject, amount: amount, bidder: bidder, nchan: nchan)
+        return try request("POST", bid.path, json: bid.body, headers: bid.headers).status
+    }
+
+    /// The request that bids (`bid(on:…)`), as bytes: for `schedule`.
+    func bidRequest(on subject: String, amount: Int, bidder: String, nchan: Bool) -> [UInt8] {
+        let bid = Self.bid(on: subject, amount: amount, bidder: bidder, nchan: nchan)
+        return requestBytes("POST", bid.path, json: bid.body, headers: bid.headers)
+    }
+
+    private static func bid(on subject: String, amount: Int, bidder: String, nchan: Bool) -> (path: String, body: String, headers: [String]) {
         let body = #"{"bidder":"\#(bidder)","amount":\#(amount)}"#
-        return nchan
-            ? try request("POST", "/pub/\(subject)", json: body, headers: ["X-EventSource-Event: bid"]).status
-            : try request("POST", "/auctions/\(subject)/bids", json: body).status
+        return nchan ? ("/pub/\(subject)", body, ["X-EventSource-Event: bid"]) : ("/auctions/\(subject)/bids", body, [])
     }
 }

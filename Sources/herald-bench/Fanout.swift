@@ -2,12 +2,8 @@ import CLinux
 import Foundation
 import Synchronization
 
-/// The fan-out measurement: N subscribers on one epoll loop, M bids on a fixed schedule from other threads.
+/// The fan-out measurement: N subscribers on one epoll loop, M bids on a fixed schedule from another thread.
 struct Fanout {
-    /// Threads that send the bids, each with its connection: enough that a server answering a bid
-    /// late (after its fan-out) does not hold the next one back.
-    static let publishers = 4
-
     struct Options {
         var host = "127.0.0.1"
         var port = 8080
@@ -197,52 +193,29 @@ struct Fanout {
         let answers = Mutex((answered: 0, accepted: 0))
         let pipelined = options.pipelined
         let nchan = options.nchan
-        if pipelined {
-            Thread.detachNewThread {
-                _ = clinux_nice_this_thread(-10)
-                let client = BlockingHTTP(host: host, port: port)
-                let bodies = (1...events).map { #"{"bidder":"bench","amount":\#($0)}"# }
-                let now = Date().timeIntervalSince1970
-                sendTimes.withLock { for amount in 1...events { $0[amount] = now } }
-                guard auctions.count == 1 else { fatalError("--pipelined bids on one auction") }
-                let statuses = (try? client.pipeline("POST", "/auctions/\(auction)/bids", json: bodies, timeout: 20)) ?? []
-                answers.withLock { $0 = (statuses.count, statuses.count { (200..<300).contains($0) }) }
-                publisherDone.store(true, ordering: .releasing)
-            }
-        } else {
-            // Bids on a fixed schedule, bid k at (k - 1) × interval from the first, whenever the one before
-            // was answered: a server that answers a publish only after its fan-out (nchan does) gets the
-            // same rate as one that answers first. Bid k goes from publisher (k - 1) mod 4, each a thread
-            // with its own connection.
+        if pipelined, auctions.count != 1 { fatalError("--pipelined bids on one auction") }
+        // Bids on a fixed schedule, bid k at (k - 1) × interval from the first, answered or not (with
+        // --pipelined, all at once): a server that answers a publish only after its fan-out (nchan does)
+        // gets the same rate as one that answers first. One connection, pipelined, so the bids arrive in order.
+        Thread.detachNewThread {
+            // The bids are sent and their answers timed on threads that share their core with the busy
+            // reader: ahead of it (when allowed), the timing is the server's, not the wait for the core.
+            _ = clinux_nice_this_thread(-10)
+            let client = BlockingHTTP(host: host, port: port)
             let first = Date().timeIntervalSince1970
-            let publishers = min(Self.publishers, events)
-            let finished = Atomic<Int>(0)
-            for publisher in 0..<publishers {
-                Thread.detachNewThread {
-                    // The bids' answers are timed on these threads, which share their core with the busy
-                    // reader: ahead of it (when allowed), the timing is the server's, not the wait for the core.
-                    _ = clinux_nice_this_thread(-10)
-                    let client = BlockingHTTP(host: host, port: port)
-                    for amount in stride(from: publisher + 1, through: events, by: publishers) {
-                        let due = first + Double(amount - 1) * interval / 1000
-                        let wait = due - Date().timeIntervalSince1970
-                        if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-                        let sent = Date().timeIntervalSince1970
-                        sendTimes.withLock { $0[amount] = sent }
-                        let target = auctions[amount % auctions.count]
-                        let status = try? client.bid(on: target, amount: amount, bidder: "bench", nchan: nchan)
-                        let took = (Date().timeIntervalSince1970 - sent) * 1000
-                        bidTimes.withLock { $0.append(took) }
-                        answers.withLock { answers in
-                            if status != nil { answers.answered += 1 }
-                            if let status, (200..<300).contains(status) { answers.accepted += 1 }
-                        }
-                    }
-                    if finished.add(1, ordering: .acquiringAndReleasing).newValue == publishers {
-                        publisherDone.store(true, ordering: .releasing)
-                    }
+            try? client.schedule(events, due: { pipelined ? first : first + Double($0 - 1) * interval / 1000 }, request: { amount in
+                client.bidRequest(on: auctions[amount % auctions.count], amount: amount, bidder: "bench", nchan: nchan)
+            }, sent: { amount, time in
+                sendTimes.withLock { $0[amount] = time }
+            }, answered: { amount, status in
+                let took = (Date().timeIntervalSince1970 - sendTimes.withLock { $0[amount] }) * 1000
+                bidTimes.withLock { $0.append(took) }
+                answers.withLock { answers in
+                    answers.answered += 1
+                    if (200..<300).contains(status) { answers.accepted += 1 }
                 }
-            }
+            }, timeout: 30)
+            publisherDone.store(true, ordering: .releasing)
         }
         let cpuPublishStart = server.cpuSeconds
         let loopsPublishStart = server.threadCPUSeconds(named: "herald-streams")
