@@ -289,55 +289,74 @@ public final class Hub: Sendable {
     /// event: its first events (snapshot or replay) already cover everything up to when it joined.
     public func deliver() {
         delivering.run {
-            let (events, audiences) = state.withLock { state -> ([Event], [String: [Audience]]) in
-                guard !state.undelivered.isEmpty else { return ([], [:]) }
-                let events = state.undelivered
-                state.undelivered = []
-                var audiences: [String: [Audience]] = [:]
-                for event in events where audiences[Self.audienceKey(of: event)] == nil {
-                    var sets: [Audience] = []
-                    var cursor = Substring(event.topic)
-                    while true {
-                        if cursor.count == event.topic.count || event.membership != nil,
-                           let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty {
-                            sets.append(Audience(observers: observers, ofItsTopic: cursor.count == event.topic.count))
-                        }
-                        guard let slash = cursor.lastIndex(of: "/") else { break }
-                        cursor = cursor[..<slash]
-                    }
-                    audiences[Self.audienceKey(of: event)] = sets
-                }
-                return (events, audiences)
-            }
-            guard !events.isEmpty else { return }
-            recordDeliveringThread()
-            var wakers: [(Waker, Bool)] = []
-            var overflowed: [Observer] = []
-            for event in events {
-                for audience in audiences[Self.audienceKey(of: event)] ?? [] {
-                    for observer in audience.observers.values {
-                        guard let view = observer.view(of: event, onItsTopic: audience.ofItsTopic) else { continue }
-                        switch observer.enqueue(view) {
-                        case .queued, .skipped: break
-                        case .wake(let waker): wakers.append((waker, false))
-                        case .overflowed(let waker):
-                            overflowed.append(observer)
-                            if let waker { wakers.append((waker, true)) }
-                        }
-                    }
-                }
-            }
-            if !overflowed.isEmpty {
-                state.withLock { state in
-                    for observer in overflowed { Self.remove(observer, from: &state) }
-                }
-            }
-            for (waker, ended) in wakers { waker(ended) }
+            if let batch = deliveries() { deliver(batch) }
         }
     }
 
+    /// A batch of published events taken for fan-out (`deliveries()`), with the observers each reaches.
+    public struct Deliveries: Sendable {
+        fileprivate let events: [Event]
+        fileprivate let audiences: [String: [Audience]]
+    }
+
+    /// Takes every published event waiting, with the observer sets each reaches; nil when none waits.
+    /// Deliver the batches in the order taken: `deliver()` does, or N threads each deliver every batch
+    /// to its own share of the observers (`deliver(_:share:of:)`), the stream engine's loops together.
+    public func deliveries() -> Deliveries? {
+        state.withLock { state -> Deliveries? in
+            guard !state.undelivered.isEmpty else { return nil }
+            let events = state.undelivered
+            state.undelivered = []
+            var audiences: [String: [Audience]] = [:]
+            for event in events where audiences[Self.audienceKey(of: event)] == nil {
+                var sets: [Audience] = []
+                var cursor = Substring(event.topic)
+                while true {
+                    if cursor.count == event.topic.count || event.membership != nil,
+                       let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty {
+                        sets.append(Audience(observers: observers, ofItsTopic: cursor.count == event.topic.count))
+                    }
+                    guard let slash = cursor.lastIndex(of: "/") else { break }
+                    cursor = cursor[..<slash]
+                }
+                audiences[Self.audienceKey(of: event)] = sets
+            }
+            return Deliveries(events: events, audiences: audiences)
+        }
+    }
+
+    /// Queues `batch`'s events, in order, to the observers of share `share` of `shares` (those whose id
+    /// is `share` modulo `shares`; every observer with one share), and calls their wakers. An observer
+    /// always falls in the same share, so each share's thread keeps its observers' order.
+    public func deliver(_ batch: Deliveries, share: Int = 0, of shares: Int = 1) {
+        recordDeliveringThread()
+        let (share, shares) = (UInt64(share), UInt64(max(shares, 1)))
+        var wakers: [(Waker, Bool)] = []
+        var overflowed: [Observer] = []
+        for event in batch.events {
+            for audience in batch.audiences[Self.audienceKey(of: event)] ?? [] {
+                for observer in audience.observers.values where shares == 1 || observer.id % shares == share {
+                    guard let view = observer.view(of: event, onItsTopic: audience.ofItsTopic) else { continue }
+                    switch observer.enqueue(view) {
+                    case .queued, .skipped: break
+                    case .wake(let waker): wakers.append((waker, false))
+                    case .overflowed(let waker):
+                        overflowed.append(observer)
+                        if let waker { wakers.append((waker, true)) }
+                    }
+                }
+            }
+        }
+        if !overflowed.isEmpty {
+            state.withLock { state in
+                for observer in overflowed { Self.remove(observer, from: &state) }
+            }
+        }
+        for (waker, ended) in wakers { waker(ended) }
+    }
+
     /// The observers of one subject an event reaches: of the event's own topic, or of a collection above it.
-    private struct Audience {
+    fileprivate struct Audience: Sendable {
         let observers: [UInt64: Observer]
         let ofItsTopic: Bool
     }

@@ -53,6 +53,33 @@ import Testing
         _ = subscription
     }
 
+    /// The stream engine's loops fan one batch out together, each to its own share of the observers
+    /// (their ids modulo the number of shares): every observer gets every event once and in order, from
+    /// its share alone, and a share queues nothing to another's observers.
+    @Test func aBatchDeliveredInSharesReachesEveryObserverOnceAndInOrder() throws {
+        let hub = Hub()
+        hub.deliverWhenSignalled {}
+        let subscriptions = (0..<10).map { _ in hub.subscribe(to: ["a"], resume: .now(snapshot: false)) }
+        for index in 1...5 { hub.publish(topic: "a", name: "e", data: bytes("\(index)")) }
+        let all = ["1", "2", "3", "4", "5"]
+        let batch = try #require(hub.deliveries())
+        #expect(hub.deliveries() == nil, "a batch is taken once")
+        hub.deliver(batch, share: 1, of: 3)
+        let first = subscriptions.map { drain($0).map(text) }
+        #expect(first.allSatisfy { $0 == all || $0.isEmpty }, "\(first)")
+        #expect((3...4).contains(first.count { $0 == all }), "one share is a third of ten observers: \(first)")
+        hub.deliver(batch, share: 0, of: 3)
+        hub.deliver(batch, share: 2, of: 3)
+        let rest = subscriptions.map { drain($0).map(text) }
+        for (before, after) in zip(first, rest) {
+            #expect(before.isEmpty != after.isEmpty && before + after == all, "from one share only: \(before) then \(after)")
+        }
+        hub.publish(topic: "a", name: "e", data: bytes("6"))
+        let next = try #require(hub.deliveries())
+        for share in [2, 0, 1] { hub.deliver(next, share: share, of: 3) }
+        #expect(subscriptions.map { drain($0).map(text) } == Array(repeating: ["6"], count: 10))
+    }
+
     @Test func observersOfOneSubjectSeeNothingOfAnother() {
         let hub = Hub()
         let seven = hub.subscribe(to: ["units/7"], resume: .now(snapshot: false))

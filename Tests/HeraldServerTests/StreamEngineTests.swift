@@ -230,13 +230,13 @@ import Testing
         }
         #expect(fleet.pump(timeout: 60) { $0.events.allSatisfy { Self.numbered($0).count >= 41 } }, "every watcher got every bid")
         let threads = server.herald.deliveringThreads
-        #expect(Array(threads.keys) == ["herald-streams"], "fan-out ran on \(threads)")
+        #expect(!threads.isEmpty && threads.keys.allSatisfy { $0.hasPrefix("herald-streams") }, "fan-out ran on \(threads)")
         #expect(threads.values.reduce(0, +) >= 1)
     }
 
     /// With three loops (`--stream-threads 3`), 300 watchers are shared out evenly; the events of 40
-    /// bids reach every one of them, in order and once each, though fan-out ran on the first loop
-    /// alone; and stopping ends every stream on every loop with its body's last chunk.
+    /// bids reach every one of them, in order and once each, with each loop queueing the events to its
+    /// own share of the watchers; and stopping ends every stream on every loop with its body's last chunk.
     @Test func threeLoopsShareTheStreamsAndEachGetsEveryEvent() throws {
         let server = try Self.serverForOneAddress(streamThreads: 3)
         defer { server.stop() }
@@ -255,7 +255,8 @@ import Testing
         for events in fleet.events {
             #expect(Self.numbered(events).dropFirst().map(\.id) == ids.map(Optional.init), "a watcher's bids, in order and once each")
         }
-        #expect(Array(server.herald.deliveringThreads.keys) == ["herald-streams"])
+        #expect(Set(server.herald.deliveringThreads.keys) == ["herald-streams", "herald-streams1", "herald-streams2"],
+                "each loop queued its own share of the watchers")
         server.stop()
         #expect(fleet.pump(timeout: 60) { $0.closedCount == 300 })
         #expect(fleet.cleanEndCount == 300, "every stream ended with its last chunk")

@@ -10,8 +10,10 @@ extension StreamEngine {
         var added: [EventStream] = []
         var woken: [EventStream] = []
         var closeAll: EventStream.Closing?
+        /// Fan-out work the first loop took, for this loop's share, in the order taken.
+        var fanOut: [FanOutShare] = []
 
-        var isEmpty: Bool { added.isEmpty && woken.isEmpty && closeAll == nil }
+        var isEmpty: Bool { added.isEmpty && woken.isEmpty && closeAll == nil && fanOut.isEmpty }
     }
 
     /// A loop's thread's own state (bound to it).
@@ -115,15 +117,25 @@ extension StreamEngine {
                 handle(events[index], on: stream, in: loop, scratch: scratch)
             }
             loop.signaled.store(false, ordering: .releasing)
-            if first {
-                for hook in hooks.withLock({ $0 }) { hook() }
-                // The other loops start writing while this one writes its own share.
+            if first, let work = fanOutWork.withLock({ $0 })?.take() {
+                // The other loops queue their shares while this one queues its own.
+                for other in loops.dropFirst() {
+                    let posted = other.inbox.withLock { inbox -> Bool in
+                        guard !stopped.load(ordering: .acquiring) else { return false }
+                        inbox.fanOut.append(work)
+                        return true
+                    }
+                    if posted { other.signal() }
+                }
+                work(0, loops.count)
+                // The other loops start writing while this one writes its own streams.
                 handOverStaged(from: loop)
             }
-            let (added, woken, closeAll) = loop.inbox.withLock { inbox in
+            let (added, woken, closeAll, fanOut) = loop.inbox.withLock { inbox in
                 defer { inbox = Inbox() }
-                return (inbox.added, inbox.woken, inbox.closeAll)
+                return (inbox.added, inbox.woken, inbox.closeAll, inbox.fanOut)
             }
+            for work in fanOut { work(loop.index, loops.count) }
             for stream in added { register(stream, in: loop) }
             for stream in woken { owned.woken.append(stream) }
             for stream in owned.woken {

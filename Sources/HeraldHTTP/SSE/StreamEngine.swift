@@ -9,10 +9,11 @@ import Synchronization
 ///
 /// Each loop sleeps in `epoll_wait` on its stream sockets (edge-triggered: input, output space, the
 /// peer's FIN) and on an eventfd. A publisher only signals: `signal()` writes the first loop's eventfd
-/// once however many events wait, and that loop runs the `beforeWriting` hooks (the hub's fan-out,
-/// which queues each event, encoded once, to every observer). The streams it wakes on other loops are
-/// handed to each of those loops in one go, with one wake-up each; every loop then writes its woken
-/// streams' queued frames with one `send` each. Events queued while a socket was busy go out together
+/// once however many events wait, and that loop takes the fan-out's work (`fanOut`: the hub's batch of
+/// events, each encoded once, with the observers it reaches). Each loop queues the batch to its own share
+/// of the observers: the first loop hands the work to the others, with one wake-up each, and runs its
+/// own share meanwhile. The streams a share wakes on other loops are handed to each of those loops in
+/// one go; every loop then writes its woken streams' queued frames with one `send` each. Events queued while a socket was busy go out together
 /// in its next write. A partial write is kept and finished on EPOLLOUT.
 ///
 /// A client's FIN alone is not its leaving: it may have half-closed its sending side (legal in
@@ -45,10 +46,10 @@ public final class StreamEngine: Sendable {
     let expiryWarning: Double
     let streamCount = Atomic<Int>(0)
     private let nextToken = Atomic<UInt64>(1)
-    let hooks = Lock<[@Sendable () -> Void]>([])
+    let fanOutWork = Lock<FanOutTake?>(nil)
     private let started = Atomic<Bool>(false)
     let stopped = Atomic<Bool>(false)
-    /// The loops; the first runs the hooks (fan-out) and the tick.
+    /// The loops; the first takes the fan-out's work (each runs its share) and runs the tick.
     let loops: [Loop]
 
     /// - Parameter threads: loops, each a thread with its own epoll set and share of the streams (1 to `threadLimit`).
@@ -69,10 +70,20 @@ public final class StreamEngine: Sendable {
     /// Open streams on each loop, in order.
     public var countsByThread: [Int] { loops.map { $0.held.load(ordering: .relaxed) } }
 
-    /// Runs `hook` on the first loop's thread each time it wakes, before it writes: the place to fan
-    /// published events out (whose wakers then `wake` the streams). Add hooks before starting.
-    public func beforeWriting(_ hook: @escaping @Sendable () -> Void) {
-        hooks.withLock { $0.append(hook) }
+    /// One loop's part of fanning a batch of events out: `share` of `shares` of the observers.
+    public typealias FanOutShare = @Sendable (_ share: Int, _ shares: Int) -> Void
+
+    /// The fan-out's `take`, kept in a struct for the reason `Hub.Signal` gives.
+    struct FanOutTake: Sendable {
+        let take: @Sendable () -> FanOutShare?
+    }
+
+    /// Sets the fan-out: `take` runs on the first loop's thread each time it wakes, before it writes, and
+    /// returns the work for the events waiting (nil: none). Every loop runs its own share of that work
+    /// (the first at once, the others as soon as they wake, each in the order taken), so the loops queue
+    /// one batch to their observers together, and the wakers then `wake` the streams. Set before starting.
+    public func fanOut(_ take: @escaping @Sendable () -> FanOutShare?) {
+        fanOutWork.withLock { $0 = FanOutTake(take: take) }
     }
 
     /// Wakes the first loop's thread (which fans out). Cheap when it is awake already: one eventfd
@@ -219,7 +230,7 @@ public final class StreamEngine: Sendable {
     /// holds the engine (the hub, whose delivery signal wakes it).
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiring) else { return }
-        defer { hooks.withLock { $0 = [] } }
+        defer { fanOutWork.withLock { $0 = nil } }
         guard started.load(ordering: .relaxed) else { return }
         // Woken whatever their flag says: each must see `stopped`.
         for loop in loops { loop.wakeNow() }

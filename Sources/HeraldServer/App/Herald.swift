@@ -131,7 +131,11 @@ public final class Herald: Sendable {
         // The writer answers a batch's clients before the engine starts its fan-out: it holds its
         // wake-ups of the engine from finishing the batch (where it publishes) until they are answered.
         let writerHold = WakeHold(owner: journal.writer.thread)
-        streams.beforeWriting { hub.deliver() }
+        // Each stream-engine loop queues the hub's batch of events to its own share of the observers.
+        streams.fanOut { () -> StreamEngine.FanOutShare? in
+            guard let batch = hub.deliveries() else { return nil }
+            return { share, shares in hub.deliver(batch, share: share, of: shares) }
+        }
         hub.deliverWhenSignalled { streams.signal(unlessHeldBy: writerHold) }
         journal.writer.aroundAnswers(before: { writerHold.begin() }, after: { streams.release(writerHold) })
     }
