@@ -85,6 +85,8 @@ final class EventStream: @unchecked Sendable {
     var warnSecond = Int64.max
     var warned = false
     var closed = false
+    /// The feed is closed (`StreamEngine.closeFeed`): before the stream's last bytes are written, or when it is dropped.
+    var feedClosed = false
 
     init(token: UInt64, socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
          start: [UInt8], asAccepted: Bool = false, loop: Int = 0) {

@@ -320,6 +320,7 @@ extension StreamEngine {
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
             case .complete:
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
+                closeFeed(stream)
                 stream.ending = true
                 if stream.framing == .chunked { stream.out += Self.lastChunk }
             case .idle:
@@ -328,6 +329,7 @@ extension StreamEngine {
                     stream.ending = true
                     var last = EventStream.buffer()
                     if stream.closingReason == .expired { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
+                    closeFeed(stream)
                     if last.count > EventStream.headroom { stream.load(&last) }
                     if stream.framing == .chunked { stream.out += Self.lastChunk }
                 }
@@ -368,14 +370,23 @@ extension StreamEngine {
     private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
     /// Ends the feed (which removes the observer), then closes the socket, and tells why.
+    /// Closes the stream's feed (its subscription, renewal lease and presence), once. A stream that ends
+    /// cleanly closes it before its last bytes are written, any other when it is dropped, before its
+    /// socket: a client that sees its stream end may at once renew it or resume it, and must find it
+    /// gone (closed after the last chunk was written, a renewal sent on reading it was taken, 204, once
+    /// in a fresh-clone run and once under a parallel test run).
+    private func closeFeed(_ stream: EventStream) {
+        guard !stream.feedClosed else { return }
+        stream.feedClosed = true
+        stream.feed.close()
+    }
+
     private func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop, shuttingDown: Bool = false) {
         guard !stream.closed else { return }
         observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
                                             duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
         stream.closed = true
-        // The feed first: a client that sees its stream end may at once renew it or resume it, and must
-        // find it gone (closed after the socket, a renewal sent at the end was taken, 204, once).
-        stream.feed.close()
+        closeFeed(stream)
         _ = cepoll_remove(loop.epoll, stream.socket)
         if shuttingDown { shutdown(stream.socket, Int32(SHUT_WR)) }
         close(stream.socket)
