@@ -37,6 +37,9 @@ public final class Subscription: Sendable {
     /// cover every event up to it.
     public var startedAt: UInt64 { observer.startedAt }
 
+    /// Its observer's id: which share of a batch reaches it (`Hub.deliver(_:share:of:)`).
+    public var observerID: UInt64 { observer.id }
+
     /// Sets the function called, on the publisher's thread and outside every lock, when events
     /// arrive after a poll returned `.idle` (with `false`), or when the subscription ends (with `true`).
     public func setWaker(_ waker: @escaping Waker) {

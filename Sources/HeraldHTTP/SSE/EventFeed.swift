@@ -45,6 +45,9 @@ public protocol EventFeed: AnyObject, Sendable {
     var heartbeats: Bool { get }
     /// The stream ends cleanly now (its time ran out, or the server stops): the feed's last bytes.
     func last(into out: inout [UInt8])
+    /// The key fan-out divides observers by (its observer's id; nil: none): the engine puts the stream
+    /// on the loop that fans its events out, so that waking it needs no hand-over between loops.
+    var shareKey: UInt64? { get }
 }
 
 extension EventFeed {
@@ -57,4 +60,5 @@ extension EventFeed {
     public var heartbeats: Bool { true }
     public var catchingUp: Bool { false }
     public func last(into out: inout [UInt8]) {}
+    public var shareKey: UInt64? { nil }
 }

@@ -22,6 +22,8 @@ import Synchronization
 public final class StreamEngine: Sendable {
     /// After this many streams close and none is left on a loop, free memory goes back to the system.
     static let trimAfter = 1000
+    /// Streams a loop may hold beyond the emptiest one's and still take a stream whose events it fans out.
+    static let shareSlack = 64
     /// Loops at most (`WakeHold` keeps one bit for each).
     public static let threadLimit = 64
     /// The loops a server runs by default: one for each core it may run on (its CPU affinity), up to
@@ -123,7 +125,8 @@ public final class StreamEngine: Sendable {
     }
 
     /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it, on the
-    /// loop that holds the fewest streams; that loop is woken once `hold` (the request thread's) is
+    /// loop that fans its events out (unless that one holds `shareSlack` more than the emptiest), else on
+    /// the loop that holds the fewest streams; that loop is woken once `hold` (the request thread's) is
     /// released. Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
              start: [UInt8], hold: WakeHold? = nil, asAccepted: Bool = false) throws(Refusal) {
@@ -141,6 +144,12 @@ public final class StreamEngine: Sendable {
         // The request thread alone adds: the counts it compares move only down meanwhile.
         var loop = loops[0]
         for other in loops.dropFirst() where other.held.load(ordering: .relaxed) < loop.held.load(ordering: .relaxed) { loop = other }
+        // The loop that fans the stream's events out (`Hub.deliver(_:share:of:)`: the key modulo the
+        // loops), unless it holds many more streams than the emptiest.
+        if let key = feed.shareKey {
+            let sharing = loops[Int(key % UInt64(loops.count))]
+            if sharing.held.load(ordering: .relaxed) <= loop.held.load(ordering: .relaxed) + Self.shareSlack { loop = sharing }
+        }
         loop.held.wrappingAdd(1, ordering: .relaxed)
         let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
                                  framing: framing, feed: feed, client: client, requestID: requestID, path: path, start: start,

@@ -70,6 +70,8 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
         }
     }
 
+    var shareKey: UInt64? { subscription.observerID }
+
     func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void) {
         lease?.setWaker(waker)
         subscription.setWaker(waker)
