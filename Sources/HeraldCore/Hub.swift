@@ -149,8 +149,8 @@ public final class Hub: Sendable {
     public var observerCount: Int { state.withLock { $0.observerCount } }
 
     /// Each thread that has queued published events to observers (its name), with how many batches
-    /// it queued. Fan-out has one owner: the server checks that it never runs on a thread that answers
-    /// requests, which would make a publisher wait for every observer.
+    /// it queued. Fan-out belongs to the stream engine's loops: the server checks that it never runs on
+    /// a thread that answers requests, which would make a publisher wait for every observer.
     public var deliveringThreads: [String: Int] {
         deliverers.withLock { threads in
             threads.values.reduce(into: [:]) { $0[$1.name, default: 0] += $1.batches }
