@@ -28,13 +28,8 @@ final class BlockingHTTP {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 65536, 0) }
             guard count > 0 else { throw BenchError("connection closed") }
             buffer.append(contentsOf: chunk[0..<count])
-            guard let end = find(buffer, [13, 10, 13, 10]) else { continue }
-            let head = String(decoding: buffer[0..<end], as: UTF8.self)
-            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
-                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-            guard buffer.count >= end + 4 + length else { continue }
-            let status = Int(head.split(separator: " ")[1]) ?? 0
-            return (status, String(decoding: buffer[(end + 4)..<(end + 4 + length)], as: UTF8.self))
+            guard let answer = Self.answer(in: buffer, from: 0) else { continue }
+            return (answer.status, String(decoding: buffer[answer.body], as: UTF8.self))
         }
     }
 
@@ -63,10 +58,10 @@ final class BlockingHTTP {
                 let got = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, 65536, 0) }
                 if got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { break }
                 if got > 0 { buffer.append(contentsOf: chunk[0..<got]) }
-                while let (status, end) = Self.answer(in: buffer, from: consumed) {
+                while let answer = Self.answer(in: buffer, from: consumed) {
                     read += 1
-                    answered(read, status)
-                    consumed = end
+                    answered(read, answer.status)
+                    consumed = answer.end
                 }
                 if consumed > 1 << 16 {
                     buffer.removeFirst(consumed)
@@ -100,14 +95,16 @@ final class BlockingHTTP {
         return Array(text.utf8)
     }
 
-    /// The first whole answer in `buffer` from `start`: its status and where it ends; nil if it is not all in.
-    static func answer(in buffer: [UInt8], from start: Int) -> (status: Int, end: Int)? {
-        guard let end = find(buffer, [13, 10, 13, 10], from: start) else { return nil }
-        let head = String(decoding: buffer[start..<end], as: UTF8.self)
+    /// The first whole answer in `buffer` from `start`: its status, its body's bytes and where it ends;
+    /// nil if it is not all in.
+    static func answer(in buffer: [UInt8], from start: Int) -> (status: Int, body: Range<Int>, end: Int)? {
+        guard let headEnd = find(buffer, [13, 10, 13, 10], from: start) else { return nil }
+        let head = String(decoding: buffer[start..<headEnd], as: UTF8.self)
         let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-        guard buffer.count >= end + 4 + length else { return nil }
-        return (head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0, end + 4 + length)
+        let body = (headEnd + 4)..<(headEnd + 4 + length)
+        guard buffer.count >= body.upperBound else { return nil }
+        return (head.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0, body, body.upperBound)
     }
 
     private func connectSocket() throws -> Int32 {
