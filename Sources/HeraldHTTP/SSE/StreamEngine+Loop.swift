@@ -119,14 +119,7 @@ extension StreamEngine {
             loop.signaled.store(false, ordering: .releasing)
             if first, let work = fanOutWork.withLock({ $0 })?.take() {
                 // The other loops queue their shares while this one queues its own.
-                for other in loops.dropFirst() {
-                    let posted = other.inbox.withLock { inbox -> Bool in
-                        guard !stopped.load(ordering: .acquiring) else { return false }
-                        inbox.fanOut.append(work)
-                        return true
-                    }
-                    if posted { other.signal() }
-                }
+                for other in loops.dropFirst() where post(to: other, { $0.fanOut.append(work) }) { other.signal() }
                 work(0, loops.count)
                 // The other loops start writing while this one writes its own streams.
                 handOverStaged(from: loop)
@@ -183,12 +176,7 @@ extension StreamEngine {
             let target = loops[index]
             let streams = owned.staged[index]
             owned.staged[index].removeAll(keepingCapacity: true)
-            let added = target.inbox.withLock { inbox -> Bool in
-                guard !stopped.load(ordering: .acquiring) else { return false }
-                inbox.woken.append(contentsOf: streams)
-                return true
-            }
-            if added { target.signal() }
+            if post(to: target, { $0.woken.append(contentsOf: streams) }) { target.signal() }
         }
     }
 

@@ -156,12 +156,7 @@ public final class StreamEngine: Sendable {
                                  asAccepted: asAccepted, loop: loop.index)
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
         feed.setWaker { [self] _ in wake(stream) }
-        let added = loop.inbox.withLock { inbox -> Bool in
-            guard !stopped.load(ordering: .acquiring) else { return false }
-            inbox.added.append(stream)
-            return true
-        }
-        guard added else {
+        guard post(to: loop, { $0.added.append(stream) }) else {
             forget(client, on: loop)
             throw .full
         }
@@ -188,10 +183,8 @@ public final class StreamEngine: Sendable {
     }
 
     /// Asks for `stream` to be written (or closed, if its feed has finished). Any thread.
-    /// After `stop`, nothing is added: the inbox would keep the stream, and through its feed the hub,
-    /// which holds the engine (its delivery signal). The check is under the inbox's lock, which the
-    /// loop's thread takes to empty the inbox for the last time once `stopped` is set.
-    /// On the stream's own loop (fan-out runs on the first) the stream goes straight to the loop's
+    /// After `stop`, nothing is added (see `post`).
+    /// On the stream's own loop (where its share of fan-out runs) the stream goes straight to the loop's
     /// list; on another loop's thread it is staged there, and handed over with the others woken in
     /// the same pass (see `handOverStaged`).
     func wake(_ stream: EventStream) {
@@ -199,7 +192,7 @@ public final class StreamEngine: Sendable {
         let target = loops[stream.loop]
         if target.thread.isCurrent {
             // A stream closed here (its feed's end calls the waker) needs no writing; after `stop`,
-            // nothing is kept, for the reason the inbox gives below.
+            // nothing is kept, for the reason `post` gives.
             guard !stream.closed, !stopped.load(ordering: .acquiring) else { return }
             target.owned.woken.append(stream)
             return
@@ -208,12 +201,19 @@ public final class StreamEngine: Sendable {
             current.owned.staged[target.index].append(stream)
             return
         }
-        let added = target.inbox.withLock { inbox -> Bool in
+        if post(to: target, { $0.woken.append(stream) }) { target.signal() }
+    }
+
+    /// Makes `change` to `loop`'s inbox, unless the engine has stopped (then returns false): the inbox
+    /// would keep what it is given, and through a stream's feed the hub, which holds the engine. The
+    /// check is under the inbox's lock, which the loop's thread takes to empty the inbox for the last
+    /// time once `stopped` is set. The caller signals the loop.
+    func post(to loop: Loop, _ change: (inout Inbox) -> Void) -> Bool {
+        loop.inbox.withLock { inbox -> Bool in
             guard !stopped.load(ordering: .acquiring) else { return false }
-            inbox.woken.append(stream)
+            change(&inbox)
             return true
         }
-        if added { target.signal() }
     }
 
     /// Ends every stream: `.graceful` writes what is queued and then the body's end; `.abort` drops them.
