@@ -78,7 +78,7 @@ extension JSONValue {
 
     /// A JSON string: quotes, backslashes and control characters escaped, and U+2028/U+2029 too
     /// (they end a line in JavaScript); everything else copied byte for byte.
-    static func writeString(_ s: String, to out: inout [UInt8]) {
+    public static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings need no escaping: copy them whole.
         if out.appendUTF8(s, ifAll: { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0xE2 }) {

@@ -108,6 +108,22 @@ import Testing
     }
 }
 
+/// The unit's stored JSON, written by hand, is the bytes of its `document`, whatever its name holds, and
+/// reads back as the same unit.
+@Suite struct UnitDocumentTests {
+    @Test func theWrittenDocumentIsTheDocumentsJSON() {
+        let names = ["scout", "", "say \"hi\"", "back\\slash", "line\nbreak\ttab\r", "\u{01}\u{1F}", "caf\u{E9} \u{1F680}",
+                     "sep\u{2028}para\u{2029}", "\u{E2}\u{80}", String(repeating: "x", count: 300)]
+        for name in names {
+            for status in HeraldDomain.Unit.Status.allCases {
+                let unit = HeraldDomain.Unit(id: "u-1_Z", name: name, status: status)
+                #expect(unit.documentBytes == unit.document.bytes, "\(name.debugDescription) \(status)")
+                #expect((try? JSONValue.parse(unit.documentBytes)).flatMap(HeraldDomain.Unit.init(document:)) == unit)
+            }
+        }
+    }
+}
+
 /// A sink that takes every change and keeps nothing.
 private final class InlineSink: ChangeSink {
     func publish(_ event: DomainEvent) {}

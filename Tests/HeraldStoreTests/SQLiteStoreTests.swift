@@ -141,6 +141,35 @@ import Testing
         #expect(state.events.count == 1)
     }
 
+    /// In a batch, a change the store refuses after part of it was written undoes only its own writes:
+    /// the changes before and after it commit with the batch.
+    @Test func aChangeRefusedInABatchUndoesOnlyItsOwnWrites() throws {
+        let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
+        let auction = StoredAuction(id: "7", item: "lamp", startingPrice: 5, createdAt: "2026-11-22T10:00:00Z", status: "open",
+                                    countdownSeconds: 60, deadline: nil, winner: nil, closedAt: nil)
+        func bid(_ number: Int) -> StoredBid { StoredBid(number: number, bidder: "b\(number)", amount: Int64(number * 10), at: "2026-11-22T10:00:01Z") }
+        do {
+            let store = try SQLiteStore(directory: dir)
+            try store.beginBatch()
+            try store.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: Array("{\"v\":1}".utf8))])
+            try store.commit(event: event(2), records: [], auction: auction, bid: bid(1))
+            // Its event and the auction's row are written, then its bid is refused: the number is taken.
+            #expect(throws: StoreError.self) {
+                try store.commit(event: event(3), records: [RecordChange(kind: "unit", id: "x", document: [1])],
+                                 auction: auction, bid: bid(1))
+            }
+            try store.commit(event: event(4), records: [RecordChange(kind: "unit", id: "b", document: Array("{\"v\":2}".utf8))],
+                             auction: auction, bid: bid(2))
+            try store.commitBatch()
+        }
+        let state = try SQLiteStore(directory: dir).load(eventLimit: 10)
+        #expect(state.events.map(\.id) == [1, 2, 4])
+        #expect(state.records["unit"]?.map(\.id) == ["a", "b"])
+        #expect(state.auctions.first?.bids.map(\.number) == [1, 2])
+        #expect(state.lastSequence == 4)
+    }
+
     @Test func pruningByCountAndAgeNeverRewindsTheSequence() throws {
         let dir = directory()
         defer { removeTemporaryDirectory(dir) }
@@ -156,6 +185,22 @@ import Testing
         #expect(try store.prune(keep: 0, before: nil) == 12)
         #expect(try store.eventCount() == 0)
         #expect(try store.load(eventLimit: 10).lastSequence == 11, "numbers are never reused")
+    }
+
+    /// By age, the oldest go up to the first that is not old, so what is kept has no gap, even when the
+    /// clock went back between two events.
+    @Test func pruningByAgeKeepsTheHistoryWithoutGaps() throws {
+        let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
+        let store = try SQLiteStore(directory: dir)
+        let times: [TimeInterval] = [1_000, 2_000, 3_000_000, 1_500, 3_000_000]
+        for (index, time) in times.enumerated() {
+            try store.commit(event: event(UInt64(index + 1), at: Date(timeIntervalSince1970: time)), records: [])
+        }
+        #expect(try store.prune(keep: 100, before: Date(timeIntervalSince1970: 10_000)) == 3)
+        #expect(try store.events(after: 0).map(\.id) == [3, 4, 5], "the old one after a new one stays")
+        #expect(try store.prune(keep: 100, before: Date(timeIntervalSince1970: 4_000_000)) == 6, "all old: none left")
+        #expect(try store.eventCount() == 0)
     }
 
     @Test func migrationsGoByNameAndADatabaseFromANewerHeraldIsRefused() throws {

@@ -7,16 +7,23 @@ import HeraldJSON
 struct Record: Sendable {
     let kind: String
     let id: String
-    private let render: @Sendable () -> JSONValue?
+    private let render: @Sendable () -> [UInt8]?
 
-    /// The state, or nil when it is gone. Rendered when asked for, so a server without a store never
-    /// pays for it.
-    var document: JSONValue? { render() }
+    /// The state as JSON, or nil when it is gone. Rendered when asked for, so a server without a store
+    /// never pays for it.
+    var document: [UInt8]? { render() }
 
     init(kind: String, id: String, document: @autoclosure @escaping @Sendable () -> JSONValue?) {
         self.kind = kind
         self.id = id
-        self.render = document
+        self.render = { document()?.bytes }
+    }
+
+    /// One whose JSON is written without making a `JSONValue` first.
+    init(kind: String, id: String, bytes: @autoclosure @escaping @Sendable () -> [UInt8]) {
+        self.kind = kind
+        self.id = id
+        self.render = { bytes() }
     }
 }
 
@@ -124,7 +131,7 @@ extension Journal {
             return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(previous == nil)],
                          tags: Membership.tags(before: previous.map(Member.filterValues), after: Member.filterValues(unit)),
                          values: [(topic, ["unit": json])], members: [.unit(unit, id: unit.id)],
-                         records: [Record(kind: RecordKind.unit, id: unit.id, document: unit.document)])
+                         records: [Record(kind: RecordKind.unit, id: unit.id, bytes: unit.documentBytes)])
         case .unitRemoved(let previous):
             let id = previous.id, topic = UnitStore.topic(id)
             return Entry(topic: topic, event: .removed, payload: ["id": .string(id)],

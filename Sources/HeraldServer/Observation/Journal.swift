@@ -359,7 +359,7 @@ final class Journal: ChangeSink {
             let event = change.event.map {
                 StoredEvent(id: id, topic: change.topic, name: $0.text, data: data ?? [], tags: change.tags, at: clock.now)
             }
-            let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document?.bytes) }
+            let records = change.records.map { RecordChange(kind: $0.kind, id: $0.id, document: $0.document) }
             do throws(StoreError) {
                 try store.commit(event: event, records: records, auction: change.auction.map(Self.stored),
                                  bid: change.newBid.map(Self.stored))

@@ -51,6 +51,21 @@ extension HeraldDomain.Unit {
     /// What the store keeps of a unit.
     var document: JSONValue { ["id": .string(id), "name": .string(name), "status": .string(status.rawValue)] }
 
+    /// `document`'s JSON, the same bytes, written without making the `JSONValue` first (every stored
+    /// `PUT /units/{id}` writes one).
+    var documentBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(40 + id.utf8.count + name.utf8.count)
+        out.appendUTF8(#"{"id":"#)
+        JSONValue.writeString(id, to: &out)
+        out.appendUTF8(#","name":"#)
+        JSONValue.writeString(name, to: &out)
+        out.appendUTF8(#","status":""#)
+        out.appendUTF8(status.rawValue)
+        out.appendUTF8(#""}"#)
+        return out
+    }
+
     /// A unit as it was stored; nil when it does not read.
     init?(document: JSONValue) {
         guard let id = document["id"]?.stringValue, let name = document["name"]?.stringValue,

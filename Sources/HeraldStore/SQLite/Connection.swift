@@ -76,23 +76,28 @@ final class Connection {
         return values
     }
 
-    /// Whether a batch transaction is open (`beginBatch`): then each `transaction` is a savepoint in it.
+    /// Whether a batch transaction is open (`beginBatch`): then each `transaction` is one change of it.
     private(set) var inBatch = false
     /// The sequence the batch's events reached: written to `meta` once, when the batch commits.
     var batchSequence: UInt64?
+    /// The batch's changes that were written, in order: run again when a later one fails (see `transaction`).
+    private var batchWrites: [() throws(StoreError) -> Void] = []
+    /// Why the batch can no longer commit: what was written of it could not be written again.
+    private var batchLost: StoreError?
 
-    /// Runs `body` in one immediate transaction; rolls back if it throws. Inside a batch it is a
-    /// savepoint of the batch's transaction: if it throws, only what it wrote is undone.
-    func transaction(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+    /// Runs `body` in one immediate transaction; rolls back if it throws. Inside a batch it is one change
+    /// of the batch's transaction, and if it throws, only what it wrote is undone: the batch is rolled
+    /// back and its earlier changes are written again. A savepoint per change would do the same, but it
+    /// costs every change (SQLite copies each page the change touches again into its sub-journal) to
+    /// spare a failure that a full disk or a refused row makes rare.
+    func transaction(_ body: @escaping () throws(StoreError) -> Void) throws(StoreError) {
         if inBatch {
-            // Prepared once: a savepoint per change costs two cached statements, not two parses.
-            try statement("SAVEPOINT change").run()
+            if let batchLost { throw batchLost }
             do {
                 try body()
-                try statement("RELEASE change").run()
+                batchWrites.append(body)
             } catch {
-                try? statement("ROLLBACK TO change").run()
-                try? statement("RELEASE change").run()
+                writeBatchAgain()
                 throw error
             }
             return
@@ -107,11 +112,27 @@ final class Connection {
         }
     }
 
+    /// After a change of the batch failed: undoes the whole transaction (SQLite may have already, after
+    /// a full disk or an I/O error) and writes the changes before it again. If that fails too, the batch
+    /// is lost: its next changes and its commit fail with that error.
+    private func writeBatchAgain() {
+        try? execute("ROLLBACK")
+        do throws(StoreError) {
+            try statement("BEGIN IMMEDIATE").run()
+            for write in batchWrites { try write() }
+        } catch {
+            batchLost = error
+            try? execute("ROLLBACK")
+        }
+    }
+
     /// Opens one transaction for the changes that follow, until `commitBatch`.
     func beginBatch() throws(StoreError) {
         guard !inBatch else { return }
-        try execute("BEGIN IMMEDIATE")
+        try statement("BEGIN IMMEDIATE").run()
         inBatch = true
+        batchWrites.removeAll(keepingCapacity: true)
+        batchLost = nil
     }
 
     /// Records `sequence` as the last event id given out.
@@ -124,22 +145,32 @@ final class Connection {
     /// Undoes the whole batch.
     func rollbackBatch() {
         guard inBatch else { return }
-        inBatch = false
-        batchSequence = nil
-        try? execute("ROLLBACK")
+        endBatch()
+        if batchLost == nil { try? execute("ROLLBACK") }
+        batchLost = nil
     }
 
     /// Commits the batch's transaction; if that fails, rolls all of it back and throws.
     func commitBatch() throws(StoreError) {
         guard inBatch else { return }
-        inBatch = false
-        defer { batchSequence = nil }
+        let sequence = batchSequence
+        endBatch()
+        if let batchLost {
+            self.batchLost = nil
+            throw batchLost
+        }
         do {
-            if let batchSequence { try writeSequence(batchSequence) }
+            if let sequence { try writeSequence(sequence) }
             try statement("COMMIT").run()
         } catch {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    private func endBatch() {
+        inBatch = false
+        batchSequence = nil
+        batchWrites.removeAll(keepingCapacity: true)
     }
 }

@@ -4,7 +4,7 @@
 enum SQLiteMigrations {
     static let all = [
         Migration("0001-events-records", version1), Migration("0002-auctions-bids", version2),
-        Migration("0003-kept-answers", version3),
+        Migration("0003-kept-answers", version3), Migration("0004-events-without-time-index", version4),
     ]
 
     /// Runs the steps the database has not run, each in its own transaction with its name.
@@ -105,5 +105,9 @@ enum SQLiteMigrations {
         ) WITHOUT ROWID;
         CREATE INDEX answers_at ON answers (at);
         """
+
+    /// Events are pruned by age from the oldest, in the order of their ids (`SQLiteStore.prune`), which
+    /// needs no index on their time: every stored change wrote one for nothing.
+    static let version4 = "DROP INDEX IF EXISTS events_at"
 
 }

@@ -198,14 +198,14 @@ public final class SQLiteStore: Store {
     /// an auction's fields with the bid it added (one UPDATE and one INSERT, whatever the bids before).
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction? = nil, bid: StoredBid? = nil) throws(StoreError) {
         try connection.withLock { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
+            try connection.transaction { [connection] () throws(StoreError) in
                 if let event {
                     let insert = try connection.statement("INSERT INTO events (id, topic, name, data, tags, at) VALUES (?, ?, ?, ?, ?, ?)")
                     try insert.bind(1, Int64(event.id))
                     try insert.bind(2, event.topic)
                     try insert.bind(3, event.name)
                     try insert.bind(4, event.data)
-                    try insert.bind(5, JSONValue.array(event.tags.map { .string($0) }).serialized)
+                    try insert.bindText(5, Self.tagsText(event.tags))
                     try insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
                     // In a batch, the sequence is written once, when the batch commits.
@@ -258,9 +258,10 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Deletes events beyond the newest `keep` and those older than `before`. Returns the first id that
-    /// can still be replayed: the oldest kept, or one past the newest deleted when none is left. Worked
-    /// out under the same lock as commits, so an event committed meanwhile is never below it.
+    /// Deletes events beyond the newest `keep`, and the oldest up to the first not older than `before`.
+    /// Returns the first id that can still be replayed: the oldest kept, or one past the newest deleted
+    /// when none is left. Worked out under the same lock as commits, so an event committed meanwhile is
+    /// never below it.
     @discardableResult
     public func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64 {
         try connection.withLock { connection throws(StoreError) in
@@ -269,7 +270,13 @@ public final class SQLiteStore: Store {
             try byCount.bind(1, Int64(max(keep, 0)))
             try byCount.run()
             if let before {
-                let byAge = try connection.statement("DELETE FROM events WHERE at < ?")
+                // The oldest events up to the first that is not old: ids go with time, so the scan in
+                // their order stops there, without an index on `at`, and the history kept has no gap
+                // even if the clock once went back.
+                let byAge = try connection.statement("""
+                    DELETE FROM events WHERE id < coalesce((SELECT id FROM events WHERE at >= ? ORDER BY id LIMIT 1),
+                                                           (SELECT max(id) FROM events) + 1)
+                    """)
                 try byAge.bind(1, before.timeIntervalSince1970)
                 try byAge.run()
             }
@@ -295,7 +302,7 @@ public final class SQLiteStore: Store {
 
     public func keep(_ answer: KeptAnswer) throws(StoreError) {
         try connection.withLock { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
+            try connection.transaction { [connection] () throws(StoreError) in
                 let insert = try connection.statement(
                     "INSERT OR REPLACE INTO answers (key, fingerprint, status, headers, body, at) VALUES (?, ?, ?, ?, ?, ?)")
                 try insert.bind(1, answer.key)
@@ -338,6 +345,17 @@ public final class SQLiteStore: Store {
     /// How many events the store holds.
     public func eventCount() throws(StoreError) -> Int {
         try connection.withLock { connection throws(StoreError) in Int(try connection.text("SELECT count(*) FROM events") ?? "0") ?? 0 }
+    }
+
+    /// How `tags(from:)` reads them: a JSON array of strings, written without making a `JSONValue`.
+    static func tagsText(_ tags: [String]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for tag in tags {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(tag, to: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return out
     }
 
     /// A stored event's tags: a JSON array of strings, so any tag (one with a newline too) reads back as

@@ -12,9 +12,9 @@ final class Statement {
 
     deinit { sqlite3_finalize(raw) }
 
+    /// Ready to run again. Its bindings stay: every use binds all its parameters.
     func reset() {
         sqlite3_reset(raw)
-        sqlite3_clear_bindings(raw)
     }
 
     func bind(_ index: Int32, _ value: Int64) throws(StoreError) { try check(sqlite3_bind_int64(raw, index, value), index) }
@@ -23,6 +23,14 @@ final class Statement {
     /// Text, or NULL for nil.
     func bind(_ index: Int32, _ value: String?) throws(StoreError) {
         if let value { try bind(index, value) } else { try check(sqlite3_bind_null(raw, index), index) }
+    }
+    /// UTF-8 bytes as text.
+    func bindText(_ index: Int32, _ bytes: [UInt8]) throws(StoreError) {
+        guard !bytes.isEmpty else { return try bind(index, "") }
+        let code = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { csqlite_bind_text(raw, index, $0.baseAddress, Int32($0.count)) }
+        }
+        try check(code, index)
     }
     func bind(_ index: Int32, _ bytes: [UInt8]) throws(StoreError) {
         let code = bytes.withUnsafeBytes { csqlite_bind_blob(raw, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
