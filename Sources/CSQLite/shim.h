@@ -23,4 +23,19 @@ static inline int csqlite_stop_counting_memory(void)
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+/* Keeps the number of pages in the write-ahead log after each commit in *pages, and so replaces SQLite's
+   automatic checkpoint, which would run inside the commit (SQLiteStore.tidy runs it later). */
+static int csqlite_count_log_pages(void *pages, sqlite3 *database, const char *name, int count)
+{
+    (void)database;
+    (void)name;
+    *(int *)pages = count;
+    return SQLITE_OK;
+}
+
+static inline void csqlite_count_log_pages_in(sqlite3 *database, int *pages)
+{
+    sqlite3_wal_hook(database, csqlite_count_log_pages, pages);
+}
+
 #endif

@@ -24,6 +24,8 @@ public protocol Store: AnyObject, Sendable {
     func rollbackBatch()
     /// Makes every commit so far durable (called once per batch with `synchronous == .full`).
     func syncLog() throws(StoreError)
+    /// After a batch's clients are answered: upkeep that must not keep them waiting (SQLite's checkpoint).
+    func tidy()
     /// Everything needed at start: the sequence, the newest `eventLimit` events and every record.
     func load(eventLimit: Int) throws(StoreError) -> StoredState
     /// Stores one change: its event (advancing the sequence to its id), its records, and an auction's
@@ -53,6 +55,7 @@ public protocol Store: AnyObject, Sendable {
 extension Store {
     /// Only a shared store has other Heralds' changes to tell.
     public func missedChanges() throws(StoreError) -> StoredChanges? { nil }
+    public func tidy() {}
 }
 
 /// What a batch of a shared store finds when it begins.

@@ -2,6 +2,7 @@ import Foundation
 @testable import HeraldStore
 import HeraldTestSupport
 import HeraldThreads
+import Synchronization
 import Testing
 
 @Suite struct SQLiteStoreTests {
@@ -168,6 +169,64 @@ import Testing
         #expect(state.records["unit"]?.map(\.id) == ["a", "b"])
         #expect(state.auctions.first?.bids.map(\.number) == [1, 2])
         #expect(state.lastSequence == 4)
+    }
+
+    /// SQLite's checkpoint does not run inside a commit: once the log holds 1,000 pages, tidying after a
+    /// batch asks the checkpointer's thread for it, and the database file takes the log's pages then.
+    @Test func theCheckpointRunsOnItsOwnThreadOnceTheLogHoldsAThousandPages() throws {
+        let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
+        let store = try SQLiteStore(directory: dir)
+        let start = try databaseBytes(store)
+        var id: UInt64 = 0
+        for _ in 0..<20 { try commit(to: store, id: &id, data: Array("{}".utf8)) }
+        store.tidy()
+        #expect(try databaseBytes(store) == start && store.checkpointer.passes.load(ordering: .relaxed) == 0, "a short log is left alone")
+        let big = try fillLog(of: store, to: 1_000, id: &id)
+        #expect(try databaseBytes(store) == start, "no checkpoint inside a commit")
+        store.tidy()
+        let deadline = Date().addingTimeInterval(30)
+        while store.checkpointer.passes.load(ordering: .relaxed) == 0, Date() < deadline { usleep(10_000) }
+        #expect(store.checkpointer.passes.load(ordering: .relaxed) == 1)
+        #expect(try databaseBytes(store) >= start + big * 4096, "the log's pages are in the database")
+        try commit(to: store, id: &id, data: Array("{}".utf8))
+        #expect(store.connection.withLock { $0.logPageCount } < 10, "and the log started again")
+        #expect(try store.load(eventLimit: 10_000).events.count == Int(id))
+    }
+
+    /// Past `ownCheckpointPages` (a writer that never paused long enough for the checkpointer to copy the
+    /// whole log), tidying copies the log on the writer's thread at once, and the log starts again.
+    @Test func pastItsLimitTheWriterCheckpointsTheLogItself() throws {
+        let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
+        let store = try SQLiteStore(directory: dir, ownCheckpointPages: 1_500)
+        let start = try databaseBytes(store)
+        var id: UInt64 = 0
+        let big = try fillLog(of: store, to: 1_500, id: &id)
+        store.tidy()
+        #expect(try databaseBytes(store) >= start + big * 4096, "copied before tidy() returned")
+        #expect(store.checkpointer.passes.load(ordering: .relaxed) == 0, "not by the checkpointer")
+        try commit(to: store, id: &id, data: Array("{}".utf8))
+        #expect(store.connection.withLock { $0.logPageCount } < 10)
+    }
+
+    func databaseBytes(_ store: SQLiteStore) throws -> Int {
+        try #require(try FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int)
+    }
+
+    func commit(to store: SQLiteStore, id: inout UInt64, data: [UInt8]) throws {
+        id += 1
+        try store.commit(event: StoredEvent(id: id, topic: "units/a", name: "unit", data: data, tags: [], at: Date()), records: [])
+    }
+
+    /// Commits events of a page each until the log holds `pages`; returns how many.
+    func fillLog(of store: SQLiteStore, to pages: Int, id: inout UInt64) throws -> Int {
+        var count = 0
+        while store.connection.withLock({ $0.logPageCount }) < pages {
+            try commit(to: store, id: &id, data: [UInt8](repeating: 0x61, count: 4096))
+            count += 1
+        }
+        return count
     }
 
     @Test func pruningByCountAndAgeNeverRewindsTheSequence() throws {

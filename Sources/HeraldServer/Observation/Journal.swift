@@ -121,7 +121,8 @@ final class Journal: ChangeSink {
         hub.declareCollection(AuctionHouse.collectionTopic, arrayName: "auctions", itemName: .auction)
         hub.declareCollection(TripBoard.collectionTopic, arrayName: "trips", itemName: .trip)
         hub.declareCollection(UnitStore.collectionTopic, arrayName: "units", itemName: .unit)
-        writer.batches(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() })
+        writer.batches(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() },
+                       tidy: { [weak self] in self?.store?.tidy() })
     }
 
     /// Starts the writer's thread. Until then, the thread that sets Herald up stands in for it.

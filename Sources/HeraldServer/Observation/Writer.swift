@@ -5,9 +5,10 @@ import HeraldDomain
 import Synchronization
 
 /// The one thread that changes state. Requests and timers queue their changes here; the writer takes
-/// every change queued since its last batch, runs them in order (each a savepoint of the batch's one
-/// store transaction), then finishes the batch (one commit and, with `--sync full`, one sync of the
-/// store's log for all of them, then their events published in order) and only then answers each. The thread that serves HTTP never waits for the disk, and
+/// every change queued since its last batch, runs them in order in the batch's one store transaction
+/// (a change the store refuses undoes only its own writes), then finishes the batch (one commit and, with `--sync full`, one sync of the
+/// store's log for all of them, then their events published in order) and only then answers each, and
+/// then tidies (asks for SQLite's checkpoint). The thread that serves HTTP never waits for the disk, and
 /// while the writer syncs, the changes that arrive meanwhile make its next batch.
 final class Writer: Sendable {
     /// One queued change: runs on the writer, and returns what to call once its batch is finished
@@ -54,15 +55,18 @@ final class Writer: Sendable {
     private struct Steps: Sendable {
         let prepare: @Sendable () -> DomainError?
         let finish: @Sendable () -> DomainError?
+        let tidy: @Sendable () -> Void
     }
 
-    private let steps = Lock(Steps(prepare: { nil }, finish: { nil }))
+    private let steps = Lock(Steps(prepare: { nil }, finish: { nil }, tidy: {}))
 
     /// Sets how each batch begins and ends, before the first change. `prepare` runs before each batch:
     /// when it returns a refusal, the batch's changes get it without running. `finish` ends each batch:
     /// it makes the batch durable and publishes it, and returns why it could not, if it could not.
-    func batches(prepare: @escaping @Sendable () -> DomainError?, finish: @escaping @Sendable () -> DomainError?) {
-        steps.withLock { $0 = Steps(prepare: prepare, finish: finish) }
+    /// `tidy` runs after the batch's clients are answered: the store's upkeep, which they need not wait for.
+    func batches(prepare: @escaping @Sendable () -> DomainError?, finish: @escaping @Sendable () -> DomainError?,
+                 tidy: @escaping @Sendable () -> Void = {}) {
+        steps.withLock { $0 = Steps(prepare: prepare, finish: finish, tidy: tidy) }
     }
 
     /// Sets what is told of each finished batch (metrics).
@@ -218,5 +222,6 @@ final class Writer: Sendable {
         }
         for answer in answers { answer(failure) }
         hooks?.after()
+        steps.tidy()
     }
 }

@@ -5,6 +5,8 @@ import Foundation
 final class Connection {
     let handle: OpaquePointer
     private var statements: [UInt: Statement] = [:]
+    /// Pages in the write-ahead log after this connection's last commit, once `countLogPages()` is called.
+    private let logPages = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
 
     init(path: String) throws(StoreError) {
         var handle: OpaquePointer?
@@ -16,12 +18,32 @@ final class Connection {
             throw StoreError("cannot open \(path): \(message)", code: code)
         }
         self.handle = handle
+        logPages.initialize(to: 0)
         sqlite3_extended_result_codes(handle, 1)
     }
 
     deinit {
         statements.removeAll()
         sqlite3_close_v2(handle)
+        logPages.deallocate()
+    }
+
+    /// From now on, commits count the log's pages instead of checkpointing when it passes 1,000 pages:
+    /// `SQLiteStore.tidy()` sees to that.
+    func countLogPages() {
+        csqlite_count_log_pages_in(handle, logPages)
+    }
+
+    /// Pages in the log after the last commit: it starts again from its beginning at the first commit
+    /// after a checkpoint that copied all of it.
+    var logPageCount: Int { Int(logPages.pointee) }
+
+    /// Copies the write-ahead log into the database, without waiting for readers; false when another
+    /// checkpoint was running (it is tried again after the next batch).
+    @discardableResult
+    func checkpoint() -> Bool {
+        guard sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK else { return false }
+        return true
     }
 
     var lastError: String { String(cString: sqlite3_errmsg(handle)) }
