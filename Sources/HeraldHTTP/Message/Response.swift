@@ -49,10 +49,11 @@ public struct Response: Sendable {
 
     /// A JSON response with its entity tag, its fields made in one go with room for what the way out
     /// adds (a dictionary literal joined to `jsonHeaders` cost 5 % of a small GET).
-    public static func json(bytes: [UInt8], etag: String, status: HTTPResponse.Status = .ok) -> Response {
+    public static func json(bytes: [UInt8], etag: String, status: HTTPResponse.Status = .ok, headers more: HTTPFields = [:]) -> Response {
         var headers = HTTPFields()
-        headers.reserveCapacity(2 + addedOnTheWayOut)
+        headers.reserveCapacity(2 + more.count + addedOnTheWayOut)
         headers.append(jsonContentType)
+        headers.append(contentsOf: more)
         headers.append(HTTPField(name: .eTag, value: etag))
         return Response(status: status, headers: headers, body: .bytes(bytes))
     }

@@ -50,6 +50,11 @@ struct Member: Sendable {
         Member(collection: UnitStore.collectionTopic, key: id, value: unit?.json, values: unit.map(filterValues) ?? [])
     }
 
+    /// A unit in `units`, with its JSON already written.
+    static func unit(_ unit: HeraldDomain.Unit, json: JSONValue) -> Member {
+        Member(collection: UnitStore.collectionTopic, key: unit.id, value: json, values: filterValues(unit))
+    }
+
     static func filterValues(_ auction: Auction) -> [String] { ["status=" + auction.status.rawValue] }
     static func filterValues(_ trip: Trip) -> [String] { ["delayed=" + (trip.delayed ? "true" : "false")] }
     static func filterValues(_ unit: HeraldDomain.Unit) -> [String] { ["status=" + unit.status.rawValue] }
@@ -127,10 +132,11 @@ extension Journal {
                          tags: Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .unitSaved(let unit, let previous):
-            let topic = UnitStore.topic(unit.id), json = unit.json
+            // Written once, and copied into the event, the unit's current value and its collection's member.
+            let topic = UnitStore.topic(unit.id), json = JSONValue.encoded(unit.json.bytes)
             return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(previous == nil)],
                          tags: Membership.tags(before: previous.map(Member.filterValues), after: Member.filterValues(unit)),
-                         values: [(topic, ["unit": json])], members: [.unit(unit, id: unit.id)],
+                         values: [(topic, ["unit": json])], members: [.unit(unit, json: json)],
                          records: [Record(kind: RecordKind.unit, id: unit.id, bytes: unit.documentBytes)])
         case .unitRemoved(let previous):
             let id = previous.id, topic = UnitStore.topic(id)

@@ -64,8 +64,11 @@ struct Preconditions: Sendable {
     /// not exist), passes: `If-Match` compares strongly (a weak tag never matches), `If-None-Match`
     /// weakly; `*` is any version at all.
     /// A malformed header names no version, and its condition cannot be judged: 412, saying how to
-    /// write one.
-    func check(_ current: String?, _ subject: String) throws(DomainError) {
+    /// write one. `current` is worked out only when the request names a condition (a tag is the
+    /// subject's JSON, written and hashed).
+    func check(_ current: @autoclosure () -> String?, _ subject: String) throws(DomainError) {
+        guard !isEmpty else { return }
+        let current = current()
         for (field, tags) in [("If-Match", ifMatch), ("If-None-Match", ifNoneMatch)] {
             guard case .malformed(let value) = tags else { continue }
             var error = DomainError(.preconditionFailed, "\(field) must be * or quoted entity tags (\"…\", W/\"…\"), comma-separated, "

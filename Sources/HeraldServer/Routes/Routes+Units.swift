@@ -28,8 +28,10 @@ extension Routes {
             return { () throws(DomainError) in
                 try conditions.check(units.latest(id).map(EntityTag.of), "unit '\(id)'")
                 let created = try units.put(unit)
-                return .json(unit.json, status: created ? .created : .ok,
-                             headers: (created ? [.location: "/units/\(id)"] : [:]) + [.eTag: EntityTag.of(unit)])
+                // Written once, and kept for the next GET and the next change's condition.
+                let (bytes, etag) = encodings.encoded(unit)
+                return .json(bytes: bytes, etag: etag, status: created ? .created : .ok,
+                             headers: created ? [.location: "/units/\(id)"] : [:])
             }
         }
         write(.delete, "/units/{id}", topic: "units/{id}") { request, _ in
