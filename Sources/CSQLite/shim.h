@@ -15,6 +15,18 @@ static inline int csqlite_bind_blob(sqlite3_stmt *statement, int index, const vo
     return sqlite3_bind_blob(statement, index, bytes, length, SQLITE_TRANSIENT);
 }
 
+/* Text and blobs that stay where they are until the statement is bound again or finalized: SQLite reads
+   them in place instead of copying them (Statement keeps them in buffers of its own). */
+static inline int csqlite_bind_text_in_place(sqlite3_stmt *statement, int index, const char *text, int length)
+{
+    return sqlite3_bind_text(statement, index, text, length, SQLITE_STATIC);
+}
+
+static inline int csqlite_bind_blob_in_place(sqlite3_stmt *statement, int index, const void *bytes, int length)
+{
+    return sqlite3_bind_blob(statement, index, bytes, length, SQLITE_STATIC);
+}
+
 /* sqlite3_config is variadic, which Swift cannot call. Herald's store has one connection, used by one
    thread at a time: SQLite need not count its memory, which takes a global mutex at every allocation.
    Returns SQLITE_MISUSE when SQLite is already initialized (then it changes nothing). */
