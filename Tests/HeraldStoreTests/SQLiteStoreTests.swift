@@ -1,5 +1,6 @@
 import Foundation
 @testable import HeraldStore
+import HeraldJSON
 import HeraldTestSupport
 import HeraldThreads
 import Synchronization
@@ -66,6 +67,9 @@ import Testing
         }
         #expect(try SQLiteStore(directory: dir).load(eventLimit: 10).events.first?.tags == tags)
         #expect(SQLiteStore.tags(from: "delay\ndelayed") == ["delay", "delayed"], "rows from before read as they were written")
+        for list in [tags, [], ["status=open"], ["a\u{2028}b", "\u{01}"]] {
+            #expect(SQLiteStore.tagsText(list) == JSONValue.array(list.map { .string($0) }).bytes, "written as JSON writes them")
+        }
     }
 
     @Test func aNewDirectoryGetsTheCurrentSchemaAndAnEmptyState() throws {

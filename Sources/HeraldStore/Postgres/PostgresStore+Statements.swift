@@ -1,5 +1,4 @@
 import Foundation
-import HeraldJSON
 
 /// The SQL of `PostgresStore`: the reads that catch a replica up, and the statements that store a
 /// change, each with its parameters (never spliced into the SQL).
@@ -112,7 +111,7 @@ extension PostgresStore {
         if let event {
             statements.append(("INSERT INTO herald_events (id, topic, name, data, tags, at) VALUES ($1, $2, $3, $4, $5, $6)", [
                 .int(Int64(event.id)), .text(event.topic), .text(event.name), .bytes(event.data),
-                .text(JSONValue.array(event.tags.map { .string($0) }).serialized), .text(String(event.at.timeIntervalSince1970)),
+                .text(String(decoding: SQLiteStore.tagsText(event.tags), as: UTF8.self)), .text(String(event.at.timeIntervalSince1970)),
             ]))
         }
         if let auction {

@@ -391,7 +391,8 @@ public final class SQLiteStore: Store {
         try connection.withLock { connection throws(StoreError) in Int(try connection.text("SELECT count(*) FROM events") ?? "0") ?? 0 }
     }
 
-    /// How `tags(from:)` reads them: a JSON array of strings, written without making a `JSONValue`.
+    /// An event's tags as both stores keep them and `tags(from:)` reads them: a JSON array of strings,
+    /// written without making a `JSONValue`.
     static func tagsText(_ tags: [String]) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "[")]
         for tag in tags {
