@@ -6,10 +6,11 @@ import Synchronization
 
 /// The one thread that changes state. Requests and timers queue their changes here; the writer takes
 /// every change queued since its last batch, runs them in order in the batch's one store transaction
-/// (a change the store refuses undoes only its own writes), then finishes the batch (one commit and, with `--sync full`, one sync of the
-/// store's log for all of them, then their events published in order) and only then answers each, and
-/// then tidies (asks for SQLite's checkpoint). The thread that serves HTTP never waits for the disk, and
-/// while the writer syncs, the changes that arrive meanwhile make its next batch.
+/// (a change the store refuses undoes only its own writes), then finishes the batch (one commit and,
+/// with `--sync full`, one sync of the store's log for all of them, then their events published in
+/// order), only then answers each, and last tidies (asks for SQLite's checkpoint). The thread that
+/// serves HTTP never waits for the disk, and while the writer syncs, the changes that arrive meanwhile
+/// make its next batch.
 final class Writer: Sendable {
     /// One queued change: runs on the writer, and returns what to call once its batch is finished
     /// (with the batch's failure, if finishing failed).

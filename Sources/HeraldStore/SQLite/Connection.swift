@@ -42,8 +42,7 @@ final class Connection {
     /// checkpoint was running (it is tried again after the next batch).
     @discardableResult
     func checkpoint() -> Bool {
-        guard sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK else { return false }
-        return true
+        sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
     }
 
     var lastError: String { String(cString: sqlite3_errmsg(handle)) }
