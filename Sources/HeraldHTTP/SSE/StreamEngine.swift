@@ -13,8 +13,9 @@ import Synchronization
 /// events, each encoded once, with the observers it reaches). Each loop queues the batch to its own share
 /// of the observers: the first loop hands the work to the others, with one wake-up each, and runs its
 /// own share meanwhile. The streams a share wakes on other loops are handed to each of those loops in
-/// one go; every loop then writes its woken streams' queued frames with one `send` each. Events queued while a socket was busy go out together
-/// in its next write. A partial write is kept and finished on EPOLLOUT.
+/// one go; every loop then writes its woken streams' queued frames with one `send` each. Events queued
+/// while a socket was busy go out together in its next write. A partial write is kept and finished on
+/// EPOLLOUT.
 ///
 /// A client's FIN alone is not its leaving: it may have half-closed its sending side (legal in
 /// HTTP/1.1). The stream is probed with a heartbeat; a client that closed the whole socket answers it
