@@ -143,6 +143,17 @@ static inline int clinux_batch_this_thread(void)
     return sched_setscheduler((pid_t)syscall(SYS_gettid), 3 /* SCHED_BATCH */, &param);
 }
 
+/// Raises the calling thread's nice value by `by` (to at most 19), keeping its policy: a thread may
+/// always lower its own priority. Returns 0, or -1 with errno.
+static inline int clinux_lower_this_thread(int by)
+{
+    id_t thread = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, thread);
+    if (nice == -1 && errno != 0) return -1;
+    return setpriority(PRIO_PROCESS, thread, nice + by > 19 ? 19 : nice + by);
+}
+
 /// The cores the process may run on (its CPU affinity: `taskset`, a container's cpuset), at least 1.
 /// (In CLinux.c, which defines _GNU_SOURCE for `sched_getaffinity`.)
 int clinux_usable_cores(void);

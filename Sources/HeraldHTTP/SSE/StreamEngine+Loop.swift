@@ -83,9 +83,15 @@ extension StreamEngine {
     func run(_ loop: Loop, heartbeat: Duration?) {
         loop.thread.bindToCurrentThread()
         // As a batch thread a loop, woken while a request is being answered, does not take the core
-        // from the request thread (no wake-up preemption); over time the two still share it evenly.
-        // Measured with 10,000 watchers: bid p99 0.8 ms as a batch thread, 4.2 ms as an ordinary one.
+        // from the request thread (no wake-up preemption). Measured with 10,000 watchers: bid p99
+        // 0.8 ms as a batch thread, 4.2 ms as an ordinary one.
         _ = clinux_batch_this_thread()
+        // And a few nice steps below the request threads: a thread that a request wakes (the writer,
+        // then libmicrohttpd's to send the answer) gets the core within microseconds instead of
+        // waiting out the loop's slice of a long fan-out; a loop still gets a quarter of a core that a
+        // saturating request load shares with it (weights 335 and 1024). BENCHMARKS.md, "Lobbies and
+        // catch-up": the lobby's bid p90 3.0 → 0.8 ms.
+        _ = clinux_lower_this_thread(Self.loopNiceSteps)
         let owned = loop.owned
         let first = loop.index == 0
         var tokens = [UInt64](repeating: 0, count: 512)

@@ -25,6 +25,8 @@ public final class StreamEngine: Sendable {
     static let trimAfter = 1000
     /// Streams a loop may hold beyond the emptiest one's and still take a stream whose events it fans out.
     static let shareSlack = 64
+    /// How far below the request threads a loop runs (nice steps; see `run`).
+    static let loopNiceSteps: Int32 = 5
     /// Loops at most (`WakeHold` keeps one bit for each).
     public static let threadLimit = 64
     /// The loops a server runs by default: one for each core it may run on (its CPU affinity), up to
