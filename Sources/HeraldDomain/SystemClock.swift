@@ -72,9 +72,6 @@ final class TimerThread: Sendable {
         return timer
     }
 
-    /// Entries scheduled and not yet fallen due, cancelled ones included (for tests).
-    var pending: Int { state.withLock { $0.heap.count } }
-
     private func run() {
         OwnerThread(name: "herald-timers").bindToCurrentThread()
         while true {

@@ -90,7 +90,7 @@ extension StreamEngine {
         // then libmicrohttpd's to send the answer) gets the core within microseconds instead of
         // waiting out the loop's slice of a long fan-out; a loop still gets a quarter of a core that a
         // saturating request load shares with it (weights 335 and 1024). BENCHMARKS.md, "Lobbies and
-        // catch-up": the lobby's bid p90 3.0 → 0.8 ms.
+        // catch-up": the lobby's bid p90 2.9–4.3 → 0.9–1.05 ms.
         _ = clinux_lower_this_thread(Self.loopNiceSteps)
         let owned = loop.owned
         let first = loop.index == 0
