@@ -1,4 +1,3 @@
-import CSQLite
 import Dispatch
 import Foundation
 import HeraldThreads
@@ -75,7 +74,7 @@ final class Checkpointer: Sendable {
             }
             if stopped { return }
             guard requested else { continue }
-            sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            connection.checkpoint()
             passes.add(1, ordering: .relaxed)
         }
     }
