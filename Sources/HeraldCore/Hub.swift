@@ -327,15 +327,23 @@ public final class Hub: Sendable {
 
     /// Queues `batch`'s events, in order, to the observers of share `share` of `shares` (those whose id
     /// is `share` modulo `shares`; every observer with one share), and calls their wakers. An observer
-    /// always falls in the same share, so each share's thread keeps its observers' order.
-    public func deliver(_ batch: Deliveries, share: Int = 0, of shares: Int = 1) {
+    /// always falls in the same share, so each share's thread keeps its observers' order. `pause` is
+    /// called between observers, after every `pauseEvery` of them, with no lock held: the stream
+    /// engine's loop lets its core go there when it is due to.
+    public func deliver(_ batch: Deliveries, share: Int = 0, of shares: Int = 1, pause: () -> Void = {}) {
         recordDeliveringThread()
         let (share, shares) = (UInt64(share), UInt64(max(shares, 1)))
         var wakers: [(Waker, Bool)] = []
         var overflowed: [Observer] = []
+        var sincePause = 0
         for event in batch.events {
             for audience in batch.audiences[Self.audienceKey(of: event)] ?? [] {
                 for observer in audience.observers.values where shares == 1 || observer.id % shares == share {
+                    if sincePause == Self.pauseEvery {
+                        sincePause = 0
+                        pause()
+                    }
+                    sincePause += 1
                     guard let view = observer.view(of: event, onItsTopic: audience.ofItsTopic) else { continue }
                     switch observer.enqueue(view) {
                     case .queued, .skipped: break
@@ -354,6 +362,9 @@ public final class Hub: Sendable {
         }
         for (waker, ended) in wakers { waker(ended) }
     }
+
+    /// Observers queued to between calls of `deliver`'s `pause`.
+    static let pauseEvery = 32
 
     /// The observers of one subject an event reaches: of the event's own topic, or of a collection above it.
     fileprivate struct Audience: Sendable {

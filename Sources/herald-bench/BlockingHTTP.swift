@@ -47,7 +47,7 @@ final class BlockingHTTP {
         let lastSent = Atomic<Double>(0)
         let reading = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            _ = clinux_nice_this_thread(-10)
+            timingThread()
             var buffer: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 65536)
             var consumed = 0

@@ -80,6 +80,35 @@ import Testing
         #expect(subscriptions.map { drain($0).map(text) } == Array(repeating: ["6"], count: 10))
     }
 
+    /// A loop that fans a batch out to 1,000 lobby observers queues for over a millisecond; it lets its
+    /// core go in between (`StreamEngine.pause`), so the batch calls back every 32 observers, with the
+    /// observers before it queued to and no lock held: a publish from another thread goes through.
+    @Test func aLargeBatchPausesEvery32ObserversWithNoLockHeld() throws {
+        let hub = Hub()
+        hub.deliverWhenSignalled {}
+        let subscriptions = (0..<100).map { _ in hub.subscribe(to: ["a"], resume: .now(snapshot: false)) }
+        hub.publish(topic: "a", name: "e", data: bytes("1"))
+        hub.publish(topic: "a", name: "e", data: bytes("2"))
+        let batch = try #require(hub.deliveries())
+        var queuedAtEachPause: [Int] = []
+        var publishedDuringPause = false
+        hub.deliver(batch) {
+            queuedAtEachPause.append(subscriptions.reduce(0) { $0 + drain($1).count })
+            if queuedAtEachPause.count == 1 {
+                let published = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    hub.publish(topic: "b", name: "e", data: [1])
+                    published.signal()
+                }
+                publishedDuringPause = published.wait(timeout: .now() + 10) == .success
+            }
+        }
+        let rest = subscriptions.reduce(0) { $0 + drain($1).count }
+        #expect(queuedAtEachPause == [32, 32, 32, 32, 32, 32], "two events to 100 observers: 200 queued, a pause after each 32")
+        #expect(rest == 8)
+        #expect(publishedDuringPause, "the hub's lock is free during a pause")
+    }
+
     @Test func observersOfOneSubjectSeeNothingOfAnother() {
         let hub = Hub()
         let seven = hub.subscribe(to: ["units/7"], resume: .now(snapshot: false))

@@ -154,6 +154,9 @@ static inline int clinux_lower_this_thread(int by)
     return setpriority(PRIO_PROCESS, thread, nice + by > 19 ? 19 : nice + by);
 }
 
+/// Gives the core to another runnable thread, if one waits on it (`sched_yield`).
+static inline void clinux_yield(void) { (void)sched_yield(); }
+
 /// The cores the process may run on (its CPU affinity: `taskset`, a container's cpuset), at least 1.
 /// (In CLinux.c, which defines _GNU_SOURCE for `sched_getaffinity`.)
 int clinux_usable_cores(void);
@@ -162,6 +165,14 @@ int clinux_usable_cores(void);
 static inline int clinux_nice_this_thread(int nice)
 {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+
+/// Makes the calling thread real-time (`SCHED_FIFO` at `priority`): it runs as soon as it is woken,
+/// ahead of every ordinary thread on its core. Needs privilege. Returns 0, or -1 with errno.
+static inline int clinux_realtime_this_thread(int priority)
+{
+    struct sched_param param = { .sched_priority = priority };
+    return sched_setscheduler(0, SCHED_FIFO, &param);
 }
 
 /// Names the calling thread (the kernel keeps the first 15 bytes). Returns 0, or -1 with errno.

@@ -86,11 +86,11 @@ extension StreamEngine {
         // from the request thread (no wake-up preemption). Measured with 10,000 watchers: bid p99
         // 0.8 ms as a batch thread, 4.2 ms as an ordinary one.
         _ = clinux_batch_this_thread()
-        // And a few nice steps below the request threads: a thread that a request wakes (the writer,
-        // then libmicrohttpd's to send the answer) gets the core within microseconds instead of
-        // waiting out the loop's slice of a long fan-out; a loop still gets a quarter of a core that a
-        // saturating request load shares with it (weights 335 and 1024). BENCHMARKS.md, "Lobbies and
-        // catch-up": the lobby's bid p90 2.9–4.3 → 0.9–1.05 ms.
+        // And a few nice steps below the request threads, which then count as owed time sooner; a loop
+        // still gets a quarter of a core that a saturating request load shares with it (weights 335 and
+        // 1024). BENCHMARKS.md, "Lobbies and catch-up": the lobby's bid p90 2.9–4.3 → 0.9–1.05 ms. The
+        // kernel still lets a running loop finish its slice before a woken thread runs: the loop also
+        // lets its core go every `yieldEvery` of work (`pause`), which took the p99 the rest of the way.
         _ = clinux_lower_this_thread(Self.loopNiceSteps)
         let owned = loop.owned
         let first = loop.index == 0
@@ -123,10 +123,11 @@ extension StreamEngine {
                 handle(events[index], on: stream, in: loop, scratch: scratch)
             }
             loop.signaled.store(false, ordering: .releasing)
+            var yielded = ContinuousClock.now
             if first, let work = fanOutWork.withLock({ $0 })?.take() {
                 // The other loops queue their shares while this one queues its own.
                 for other in loops.dropFirst() where post(to: other, { $0.fanOut.append(work) }) { other.signal() }
-                work(0, loops.count)
+                work(0, loops.count) { pause(since: &yielded) }
                 // The other loops start writing while this one writes its own streams.
                 handOverStaged(from: loop)
             }
@@ -134,7 +135,7 @@ extension StreamEngine {
                 defer { inbox = Inbox() }
                 return (inbox.added, inbox.woken, inbox.closeAll, inbox.fanOut)
             }
-            for work in fanOut { work(loop.index, loops.count) }
+            for work in fanOut { work(loop.index, loops.count) { pause(since: &yielded) } }
             for stream in added { register(stream, in: loop) }
             for stream in woken { owned.woken.append(stream) }
             for stream in owned.woken {
@@ -151,8 +152,11 @@ extension StreamEngine {
             }
             let ready = owned.ready
             owned.ready.removeAll(keepingCapacity: true)
-            for stream in ready where stream.registered && !stream.closed { flush(stream, in: loop) }
-            if heartbeats?.take(at: elapsed) == true { heartbeatRound(loop) }
+            for stream in ready where stream.registered && !stream.closed {
+                flush(stream, in: loop)
+                pause(since: &yielded)
+            }
+            if heartbeats?.take(at: elapsed) == true { heartbeatRound(loop, yielded: &yielded) }
             if elapsed >= nextTick {
                 nextTick = elapsed + .seconds(1)
                 endExpired(loop)
@@ -171,6 +175,20 @@ extension StreamEngine {
             close(stream.socket)
         }
         loop.done.signal()
+    }
+
+    /// A point between two pieces of a loop's work (a stream written, a few observers queued to): once
+    /// `yieldEvery` has passed since the last, the loop lets its core go to any thread waiting for it
+    /// (`sched_yield`; with none, it goes straight on). A thread that a request wakes on the loop's core
+    /// (libmicrohttpd's, the writer, libmicrohttpd's again to answer) then runs within about that
+    /// time, not after the rest of the slice that the kernel protects for a running thread (EEVDF's
+    /// RUN_TO_PARITY: up to a 4 ms tick, measured in BENCHMARKS.md, "Lobbies and catch-up").
+    @inline(__always)
+    private func pause(since last: inout ContinuousClock.Instant) {
+        let now = ContinuousClock.now
+        guard now - last >= Self.yieldEvery else { return }
+        clinux_yield()
+        last = now
     }
 
     /// Gives each other loop the streams of its that were woken on this loop's thread: one lock and one
@@ -344,8 +362,9 @@ extension StreamEngine {
     /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
     /// could not write through two rounds has a client that stopped reading, and is dropped (it
     /// resumes with `Last-Event-ID` when it reconnects).
-    private func heartbeatRound(_ loop: Loop) {
+    private func heartbeatRound(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
         for stream in Array(loop.owned.streams.values) where stream.feed.heartbeats {
+            pause(since: &yielded)
             switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.ending) {
             case .nothing: continue
             case .stoppedReading: drop(stream, .slowConsumer, in: loop)

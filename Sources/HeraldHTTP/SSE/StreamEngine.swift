@@ -27,6 +27,8 @@ public final class StreamEngine: Sendable {
     static let shareSlack = 64
     /// How far below the request threads a loop runs (nice steps; see `run`).
     static let loopNiceSteps: Int32 = 5
+    /// How long a loop works at most before it lets its core go to a thread waiting for it (see `pause`).
+    static let yieldEvery: Duration = .microseconds(100)
     /// Loops at most (`WakeHold` keeps one bit for each).
     public static let threadLimit = 64
     /// The loops a server runs by default: one for each core it may run on (its CPU affinity), up to
@@ -75,8 +77,9 @@ public final class StreamEngine: Sendable {
     /// Open streams on each loop, in order.
     public var countsByThread: [Int] { loops.map { $0.held.load(ordering: .relaxed) } }
 
-    /// One loop's part of fanning a batch of events out: `share` of `shares` of the observers.
-    public typealias FanOutShare = @Sendable (_ share: Int, _ shares: Int) -> Void
+    /// One loop's part of fanning a batch of events out: `share` of `shares` of the observers. It calls
+    /// `pause` every few observers, holding no lock, where the loop may let its core go (see `run`).
+    public typealias FanOutShare = @Sendable (_ share: Int, _ shares: Int, _ pause: () -> Void) -> Void
 
     /// The fan-out's `take`, kept in a struct for the reason `Hub.Signal` gives.
     struct FanOutTake: Sendable {

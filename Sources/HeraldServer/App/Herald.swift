@@ -134,7 +134,7 @@ public final class Herald: Sendable {
         // Each stream-engine loop queues the hub's batch of events to its own share of the observers.
         streams.fanOut { () -> StreamEngine.FanOutShare? in
             guard let batch = hub.deliveries() else { return nil }
-            return { share, shares in hub.deliver(batch, share: share, of: shares) }
+            return { share, shares, pause in hub.deliver(batch, share: share, of: shares, pause: pause) }
         }
         hub.deliverWhenSignalled { streams.signal(unlessHeldBy: writerHold) }
         journal.writer.aroundAnswers(before: { writerHold.begin() }, after: { streams.release(writerHold) })
