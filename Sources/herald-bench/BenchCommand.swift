@@ -24,6 +24,8 @@ struct BenchCommand: ParsableCommand {
     var holdSeconds: Double?
     @Flag(help: "Send every bid at once on one connection (pipelined), then read the answers.")
     var pipelined = false
+    @Flag(help: "While the bids go, read the streams without sleeping (epoll_wait with no timeout): a server's sends then never wake a sleeping reader on another core, which on a VM costs each send an interrupt between its cores.")
+    var busyPoll = false
     @Option(help: "Subscribe here instead of the auction's stream, such as /auctions/events?status=open (a lobby).")
     var path: String?
     @Option(help: "Create this many auctions and spread the bids over them, in turn.")
@@ -82,7 +84,7 @@ struct BenchCommand: ParsableCommand {
                                      intervalMilliseconds: intervalMs, rampPerSecond: ramp, sources: sources,
                                      idleSeconds: idleSeconds, timeoutSeconds: timeout, auction: auction, holdSeconds: holdSeconds,
                                      pipelined: pipelined, bidPort: bidPort, path: path, spread: spread, nchan: nchan,
-                                     nchanWithoutMessage: nchanWithoutMessage)
+                                     nchanWithoutMessage: nchanWithoutMessage, busyPoll: busyPoll)
         let report = try heraldClient ? ClientFanout(options: options).run() : Fanout(options: options).run()
         try print(Self.json(report))
     }
