@@ -23,6 +23,28 @@ import Synchronization
         #expect(String(decoding: body, as: UTF8.self) == "7")
     }
 
+    @Test func aRouteIsShadowedByTheMoreLiteralRoutesBesideIt() {
+        var router = Router()
+        router.add(.get, "/units/{id}") { _ in .empty(status: 200) }
+        router.add(.put, "/units/{id}") { _ in .empty(status: 200) }
+        router.add(.get, "/units/events") { _ in .empty(status: 200) }
+        router.add(.post, "/units/batch") { _ in .empty(status: 200) }
+        router.add(.get, "/units/{id}/events") { _ in .empty(status: 200) }
+        router.add(.get, "/trips/{id}") { _ in .empty(status: 200) }
+        router.add(.get, "/currency") { _ in .empty(status: 200) }
+        #expect(router.literals(shadowing: "/units/{id}") == ["events", "batch"])
+        #expect(router.literals(shadowing: "/trips/{id}") == [])
+        #expect(router.literals(shadowing: "/currency") == [])
+        // Not a GET route, or more than one parameter: nothing to shadow, no quick answer.
+        #expect(router.literals(shadowing: "/auctions/{id}") == nil)
+        router.add(.get, "/{a}/{b}") { _ in .empty(status: 200) }
+        #expect(router.literals(shadowing: "/{a}/{b}") == nil)
+        // Another GET route as literal over the same paths: the order routes were added in decides.
+        router.add(.get, "/{kind}/scout") { _ in .empty(status: 200) }
+        #expect(router.literals(shadowing: "/units/{id}") == nil)
+        #expect(router.literals(shadowing: "/trips/{id}") == nil)
+    }
+
     @Test func unknownPathIs404AndWrongMethodIs405WithAllow() {
         #expect(router.respond(to: Request(method: .get, path: "/nope")).status == 404)
         let response = router.respond(to: Request(method: .delete, path: "/auctions/7/bids"))

@@ -33,13 +33,44 @@ public struct Router: Sendable {
 
     /// Adds a route. `pattern` is a path such as `/auctions/{id}/bids`.
     public mutating func add(_ method: HTTPRequest.Method, _ pattern: String, _ handler: @escaping Handler) {
-        let segments = Self.split(pattern).map { part -> Segment in
-            part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
-        }
+        let segments = Self.segments(pattern)
         let literals = segments.count { if case .literal = $0 { true } else { false } }
         while bySegmentCount.count <= segments.count { bySegmentCount.append([]) }
         bySegmentCount[segments.count].append(routes.count)
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler, literals: literals))
+    }
+
+    /// A pattern's segments: `{name}` is a parameter, anything else literal.
+    static func segments(_ pattern: String) -> [Segment] {
+        split(pattern).map { part -> Segment in
+            part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(part)
+        }
+    }
+
+    /// For the GET route `pattern` (one parameter at most), what more literal routes of any method put
+    /// at its parameter's place (`/units/events` for `/units/{id}`): a path naming one of those is theirs
+    /// (or a 405), never this route's. Nil when the router may not give `pattern`'s paths to it alone:
+    /// no such GET route, more than one parameter, or another GET route as literal that could match
+    /// the same paths (then the order routes were added in decides).
+    public func literals(shadowing pattern: String) -> Set<String>? {
+        let own = Self.segments(pattern)
+        let parameters = own.indices.filter { if case .parameter = own[$0] { true } else { false } }
+        guard parameters.count <= 1, routes.contains(where: { $0.method == .get && $0.pattern == pattern }) else { return nil }
+        let literals = own.count - parameters.count
+        var shadowed = Set<String>()
+        for route in routes where route.segments.count == own.count && !(route.method == .get && route.pattern == pattern) {
+            let overlaps = own.indices.allSatisfy { index in
+                if case .literal(let mine) = own[index], case .literal(let theirs) = route.segments[index] { return mine == theirs }
+                return true
+            }
+            guard overlaps else { continue }
+            if route.literals > literals, let index = parameters.first, case .literal(let theirs) = route.segments[index] {
+                shadowed.insert(theirs)
+            } else if route.literals == literals, route.method == .get {
+                return nil
+            }
+        }
+        return shadowed
     }
 
     /// What the router does with a request: a handler with its path parameters, or a problem.

@@ -27,9 +27,9 @@ extension HTTPServer {
             context.http11 = versionName == "HTTP/1.1"
             let arrival = connections.headReceived(connection)
             let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
-            context.head = Self.fields(head)
-            context.id = requestIDs.id(for: context.head[values: .requestID].first)
-            context.client = client(of: connection, peer: arrival?.address, head: context.head)
+            context.received = head
+            context.id = requestIDs.id(for: Self.first("x-request-id", in: head))
+            context.client = client(of: connection, peer: arrival?.address, context: context)
             // Its socket's options are as accepted (Nagle off, never corked) while nothing was answered on it.
             context.socketAsAccepted = arrival?.answered == false && acceptsWithoutDelay.load(ordering: .relaxed)
             if cmhd_head_hides_bytes(connection, method, version) != 0 {
@@ -68,7 +68,7 @@ extension HTTPServer {
             if let declaredLength, declaredLength > configuration.bodyLimit {
                 return answer(tooLarge(), on: connection, method: methodName, context: context)
             }
-            if (declaredLength ?? 0) > 0 || context.head[.transferEncoding] != nil {
+            if (declaredLength ?? 0) > 0 || Self.first("transfer-encoding", in: head) != nil {
                 context.bodyDue = true
                 connections.bodyDue(connection)
             }
@@ -105,6 +105,11 @@ extension HTTPServer {
         }
         if context.tooLarge { return answer(tooLarge(), on: connection, method: methodName, context: context) }
         guard let target = context.target else { return MHD_Result.NO }
+        if let quickReads, methodName == "GET", let read = quickReads.answer(target, head: context.received) {
+            context.route = read.route
+            quickAnswers.add(1, ordering: .relaxed)
+            return answer(read, fields: quickReads.fields, on: connection, context: context)
+        }
         // The stream engine is woken once this answer is out (in the completed callback), not while
         // it is made: on a shared core, a fan-out started mid-request would delay the answer.
         requestHold.begin()
@@ -132,15 +137,33 @@ extension HTTPServer {
     }
 
     /// The connection's peer, or behind a trusted proxy the client it forwards for.
-    private func client(of connection: OpaquePointer, peer known: String?, head: HTTPFields) -> String {
+    private func client(of connection: OpaquePointer, peer known: String?, context: RequestContext) -> String {
         let peer = known ?? Self.peer(of: connection)
         guard !clients.trustedProxies.isEmpty else { return peer }
-        return clients.client(peer: peer, forwardedFor: head[values: .xForwardedFor])
+        return clients.client(peer: peer, forwardedFor: context.head[values: .xForwardedFor])
+    }
+
+    /// The first value of the field `name` (in lower case) as received, its name matched without
+    /// regard to case, as `HTTPFields` matches names.
+    static func first(_ name: StaticString, in received: [(name: String, value: String)]) -> String? {
+        for field in received where equalsIgnoringCase(field.name, name) { return field.value }
+        return nil
+    }
+
+    private static func equalsIgnoringCase(_ text: String, _ lower: StaticString) -> Bool {
+        guard text.utf8.count == lower.utf8CodeUnitCount else { return false }
+        let expected = lower.utf8Start
+        var index = 0
+        for byte in text.utf8 {
+            if (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) != expected[index] { return false }
+            index += 1
+        }
+        return true
     }
 
     /// The head's fields, typed. A name that is not a token is left out here: `RequestGuard`, which
     /// reads the head as received, refuses that request.
-    private static func fields(_ head: [(name: String, value: String)]) -> HTTPFields {
+    static func fields(_ head: [(name: String, value: String)]) -> HTTPFields {
         var fields = HTTPFields()
         fields.reserveCapacity(head.count)
         for (name, value) in head {

@@ -19,6 +19,10 @@ public final class HTTPServer: Sendable {
     /// What every stream starts with (`SSEEncoder.preamble`), made once.
     let streamPreamble: [UInt8]
     let handler: @Sendable (Request) -> Response
+    /// GETs of kept subjects, answered before `handler` would be asked (see `QuickReads`).
+    let quickReads: QuickReads?
+    /// How many requests `quickReads` answered.
+    let quickAnswers = Atomic<Int>(0)
     let logger: Logger
     /// Told of every answer and stream (metrics, the access log); nil: nobody.
     let observer: (any HTTPObserver)?
@@ -49,9 +53,11 @@ public final class HTTPServer: Sendable {
     let draining = Atomic<Bool>(false)
 
     /// - Parameter handler: answers every request; runs on the server's thread and must not block.
+    /// - Parameter quickReads: GETs answered from what the application keeps, past the same checks.
     public init(configuration: HTTPServerConfiguration, logger: Logger, observer: (any HTTPObserver)? = nil,
-                handler: @escaping @Sendable (Request) -> Response) {
+                quickReads: QuickReads? = nil, handler: @escaping @Sendable (Request) -> Response) {
         self.configuration = configuration
+        self.quickReads = quickReads
         streamPreamble = SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds)
         self.logger = logger
         self.observer = observer
@@ -72,6 +78,9 @@ public final class HTTPServer: Sendable {
 
     /// The port the server listens on, once started.
     public var port: Int { boundPort.load(ordering: .relaxed) }
+
+    /// How many requests were answered as quick reads.
+    public var quickReadCount: Int { quickAnswers.load(ordering: .relaxed) }
 
     /// Binds and starts serving.
     public func start() throws(HTTPServerError) {

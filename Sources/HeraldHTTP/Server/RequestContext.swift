@@ -7,8 +7,10 @@ final class RequestContext {
     let rawTarget: String
     /// The target, parsed in the first call.
     var target: RequestTarget?
-    /// The header fields, typed once in the first call (`RequestGuard` checks them as received).
-    var head = HTTPFields()
+    /// The header fields as received, read in the first call (`RequestGuard` checks them so).
+    var received: [(name: String, value: String)] = []
+    /// The header fields, typed when first asked for: a quick read never needs them.
+    lazy var head: HTTPFields = HTTPServer.fields(received)
     /// The client's address (see `ClientResolver`), read with the head.
     var client = "-"
     /// The socket's options are still as accepted: a stream need not set them again.

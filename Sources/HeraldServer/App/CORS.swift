@@ -31,6 +31,11 @@ struct CORS: Sendable {
         self.router = router
     }
 
+    /// What `respond` adds to an answer to a request without `Origin`, in its order.
+    var fieldsWithoutOrigin: [(name: String, value: String)] {
+        origins == nil ? Self.anyOrigin.map { ($0.name.rawName, $0.value) } : [(HTTPField.Name.vary.rawName, "Origin")]
+    }
+
     func respond(to request: Request) -> Response {
         var response: Response
         if let origin = request.headers[.origin], !keyed, Self.changes(request.method), !(origins?.contains(origin) ?? false),

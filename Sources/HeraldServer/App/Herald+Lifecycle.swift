@@ -10,6 +10,9 @@ extension Herald {
     /// The port Herald listens on, once started.
     public var port: Int { server.port }
 
+    /// How many GETs were answered as quick reads (`HeraldConfiguration.quickReads`).
+    public var quickReadCount: Int { server.quickReadCount }
+
     /// The threads that fanned published events out to observers, by name, with their batch counts:
     /// only the stream engine's (`herald-streams`) when a publisher never waits for its observers.
     public var deliveringThreads: [String: Int] { hub.deliveringThreads }

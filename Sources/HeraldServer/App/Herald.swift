@@ -115,13 +115,16 @@ public final class Herald: Sendable {
             if forwarding?.received(message) == true { return }
             _ = exchange?.received(message)
         }
-        let router = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access, leases: leases, forwarding: forwarding,
+        let (router, reads) = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access, leases: leases, forwarding: forwarding,
                                        presence: presence,
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, keyed: configuration.tokenKey != nil, router: router)
         let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog, accessLines: configuration.accessLines)
-        server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry) { request in cors.respond(to: request) }
+        let quickReads = configuration.quickReads ? QuickReads(router: router, fields: cors.fieldsWithoutOrigin, reads: reads) : nil
+        server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry, quickReads: quickReads) { request in
+            cors.respond(to: request)
+        }
         engine.value = server.streams
         metricsServer = configuration.metricsListener.flatMap { listener in
             scrape.map { Self.metricsServer(listener, scrape: $0, logger: logger) }

@@ -27,6 +27,9 @@ public struct HeraldConfiguration: Sendable {
     public var observerQueueLimit = 4096
     /// `Access-Control-Allow-Origin`.
     public var corsOrigin = "*"
+    /// Answer GETs of an auction, the currency and a unit from their kept encodings without the router
+    /// (`QuickReads`): the same answers, at less cost. Off only to compare the two paths.
+    public var quickReads = true
     /// Create the example auction, trip and unit at start.
     public var examples = true
     /// The key tokens are checked with; nil: Herald is open (anyone may write and watch).

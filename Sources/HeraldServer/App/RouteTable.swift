@@ -9,7 +9,8 @@ import Logging
 enum RouteTable {
     static func router(subjects: Subjects, hub: Hub, journal: Journal, access: Access, leases: StreamLeases,
                        forwarding: RenewalForwarding?, presence: Presence, queueLimit: Int,
-                       startedAt: ContinuousClock.Instant, health: Health, scrape: (@Sendable () -> [UInt8])?, logger: Logger) -> Router {
+                       startedAt: ContinuousClock.Instant, health: Health, scrape: (@Sendable () -> [UInt8])?,
+                       logger: Logger) -> (router: Router, quickReads: [(pattern: String, read: QuickReads.Read)]) {
         let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access, leases: leases, presence: presence) { status(of: $0, in: subjects) }
         var routes = Routes(logger: logger, journal: journal, access: access)
         routes.addAuctions(subjects.auctions, events: events)
@@ -41,7 +42,7 @@ enum RouteTable {
         routes.add(.get, "/openapi.yaml") { _ in
             Response(status: .ok, headers: [.contentType: "application/yaml"], body: .bytes(PackageResources.openapi_yaml))
         }
-        return routes.router
+        return (routes.router, routes.quickReads)
     }
 
     /// Whether a stream's topic names something: a subject that exists, one that does not (404), or no

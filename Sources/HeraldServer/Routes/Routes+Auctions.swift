@@ -27,10 +27,9 @@ extension Routes {
                                    lastKey: page.entries.last?.id.description, request: request)
         }
         add(.get, "/auctions/events") { request in try events.streamCollection(request, AuctionHouse.collectionTopic) }
-        read("/auctions/{id}") { request in
-            let auction = try auctions.get(try request.auctionID())
-            let (bytes, etag) = encodings.encoded(auction, at: auctions.now)
-            return .json(bytes: bytes, etag: etag)
+        read("/auctions/{id}", parameter: "id") { text throws(DomainError) in
+            guard let id = AuctionID(text) else { throw DomainError.notFound("auction", text) }
+            return encodings.encoded(try auctions.get(id), at: auctions.now)
         }
         read("/auctions/{id}/bids") { request in
             let paging = try Paging(request)

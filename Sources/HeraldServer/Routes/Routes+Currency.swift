@@ -5,10 +5,7 @@ import HeraldJSON
 
 extension Routes {
     mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
-        read("/currency") { _ in
-            let (bytes, etag) = CurrencyEncodings.encoded(currency.value)
-            return .json(bytes: bytes, etag: etag)
-        }
+        read("/currency", parameter: nil) { _ throws(DomainError) in CurrencyEncodings.encoded(currency.value) }
         write(.put, "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())
             let conditions = Preconditions(request)

@@ -13,6 +13,8 @@ struct Routes {
     typealias Change = @Sendable () throws(DomainError) -> Response
 
     private(set) var router: Router
+    /// The reads `QuickReads` may answer, each also a route of `router` (see `read(_:parameter:kept:)`).
+    private(set) var quickReads: [(pattern: String, read: QuickReads.Read)] = []
     private let logger: Logger
     let journal: Journal
     let access: Access
@@ -101,6 +103,24 @@ struct Routes {
             }
             return response
         }
+    }
+
+    /// A read of a subject kept encoded: the route, and the same read for `QuickReads`, so that both
+    /// answer from one function. `kept` gives the subject's JSON and entity tag for the value of the
+    /// pattern's parameter (`name`; "" without one), or throws (a 404 on the general path, which a
+    /// quick read leaves to it).
+    mutating func read(_ pattern: String, parameter name: String?,
+                       kept: @escaping @Sendable (String) throws(DomainError) -> (bytes: [UInt8], etag: String)) {
+        read(pattern) { request in
+            let (bytes, etag) = try kept(name.map(request.parameter) ?? "")
+            return .json(bytes: bytes, etag: etag)
+        }
+        let journal = journal
+        quickReads.append((pattern, { parameter in
+            let (read, eventID) = journal.reading { try? kept(parameter ?? "") }
+            guard let read else { return nil }
+            return QuickReads.Answer(route: pattern, body: read.bytes, etag: read.etag, eventID: eventID)
+        }))
     }
 
     /// `template` with each `{name}` replaced by that path parameter.

@@ -1,0 +1,74 @@
+/// GETs of subjects the application keeps encoded (an auction, the currency, a unit), answered without
+/// a `Request`, the router or a `Response`: the layers every other request crosses cost more than the
+/// read itself (BENCHMARKS.md, "Reads at the limit").
+///
+/// A quick read comes after every check of the head that the general path makes (Host, the limits,
+/// the target, the guard), is counted and logged the same, and carries the same fields in the same
+/// order. It is taken only where nothing in the request could make the general path answer otherwise:
+/// a GET without a query, `Origin` (CORS decides) or a precondition (`If-None-Match`, 304); a path the
+/// router gives to the same route; and a subject that exists. Anything else goes the general way.
+public struct QuickReads: Sendable {
+    /// A subject's kept JSON and entity tag, the last event the state reflects (`Herald-Event-ID`), and
+    /// the route's pattern (for the metrics and the access log).
+    public struct Answer: Sendable {
+        public let route: String
+        public let body: [UInt8]
+        public let etag: String
+        public let eventID: UInt64
+
+        public init(route: String, body: [UInt8], etag: String, eventID: UInt64) {
+            (self.route, self.body, self.etag, self.eventID) = (route, body, etag, eventID)
+        }
+    }
+
+    /// Reads a subject: the value of the pattern's one parameter (nil for a pattern without one), and
+    /// nil back when it is not there (the general path answers the 404).
+    public typealias Read = @Sendable (_ parameter: String?) -> Answer?
+
+    struct Entry: Sendable {
+        let literals: [String?]
+        let parameter: Int?
+        /// What more literal routes put at the parameter's place: those paths are theirs (a few
+        /// words, compared in turn: cheaper than hashing).
+        let shadowed: [String]
+        let read: Read
+    }
+
+    private let entries: [Entry]
+    /// Fields every answer carries after `Herald-Event-ID`, before `X-Request-ID` (CORS's, for a
+    /// request without `Origin`).
+    let fields: [(name: String, value: String)]
+
+    /// - Parameters:
+    ///   - router: the router that answers everything else; a pattern it could give to another GET
+    ///     route is left out (`Router.literals(shadowing:)`).
+    ///   - reads: each pattern (one parameter at most) and how to read it.
+    public init(router: Router, fields: [(name: String, value: String)], reads: [(pattern: String, read: Read)]) {
+        self.fields = fields
+        entries = reads.compactMap { pattern, read in
+            guard let shadowed = router.literals(shadowing: pattern) else { return nil }
+            let literals = Router.segments(pattern).map { segment -> String? in
+                if case .literal(let literal) = segment { literal } else { nil }
+            }
+            return Entry(literals: literals, parameter: literals.firstIndex(of: nil), shadowed: Array(shadowed), read: read)
+        }
+    }
+
+    /// The answer to a GET of `target` with `head`, or nil: the general path answers.
+    func answer(_ target: RequestTarget, head: [(name: String, value: String)]) -> Answer? {
+        guard target.query.isEmpty, HTTPServer.first("origin", in: head) == nil, HTTPServer.first("if-none-match", in: head) == nil
+        else { return nil }
+        let parts = target.segments
+        for entry in entries where entry.literals.count == parts.count {
+            var fits = true
+            for index in parts.indices {
+                if let literal = entry.literals[index], literal != parts[index] { fits = false; break }
+            }
+            guard fits else { continue }
+            guard let parameter = entry.parameter else { return entry.read(nil) }
+            if entry.shadowed.contains(parts[parameter]) { return nil }
+            return entry.read(parts[parameter])
+        }
+        return nil
+    }
+}
