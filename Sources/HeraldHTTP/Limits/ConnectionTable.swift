@@ -1,3 +1,4 @@
+import CMicroHTTPD
 import HeraldThreads
 import Foundation
 import Synchronization
@@ -21,8 +22,9 @@ import Synchronization
 /// descriptor in the table is still the connection's own.
 final class ConnectionTable: Sendable {
     private struct Entry {
-        let socket: Int32
-        let address: String
+        /// -1: a free place.
+        var socket: Int32
+        var address: String
         var deadline: ContinuousClock.Instant?
         /// Since when the connection has had no request in progress; nil while it has one.
         var idleSince: ContinuousClock.Instant?
@@ -30,11 +32,30 @@ final class ConnectionTable: Sendable {
         var closing = false
         /// A request on it was answered: libmicrohttpd may have set its socket's options since.
         var answered = false
+
+        static let free = Entry(socket: -1, address: "", deadline: nil, idleSince: nil)
     }
 
+    /// Entries by socket: a request finds its own three times without hashing (a dictionary keyed by
+    /// the connection's address hashed it each time, a tenth of a small GET). libmicrohttpd reports a
+    /// connection closed before it closes the socket (daemon.c:3799), so a number is free again before
+    /// the kernel can give it to the next connection.
     private struct State {
-        var entries: [UInt: Entry] = [:]
+        /// Changed in place (`entries[slot].field`): an optional entry was copied at every look.
+        var entries: [Entry] = []
+        var count = 0
         var perAddress: [String: Int] = [:]
+
+        func holds(_ slot: Int) -> Bool { slot >= 0 && slot < entries.count && entries[slot].socket >= 0 }
+
+        mutating func remove(at slot: Int) {
+            guard holds(slot) else { return }
+            let address = entries[slot].address
+            entries[slot] = Entry.free
+            count -= 1
+            let left = perAddress[address, default: 1] - 1
+            perAddress[address] = left > 0 ? left : nil
+        }
     }
 
     let timeout: Duration
@@ -48,7 +69,7 @@ final class ConnectionTable: Sendable {
     }
 
     /// Connections held.
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int { state.withLock { $0.count } }
 
     /// Connections `address` holds.
     func held(by address: String) -> Int { state.withLock { $0.perAddress[address, default: 0] } }
@@ -56,8 +77,14 @@ final class ConnectionTable: Sendable {
     /// A connection was accepted: its first head is due within the timeout.
     func started(_ connection: OpaquePointer, socket: Int32, address: String, at now: ContinuousClock.Instant = .now) {
         let entry = Entry(socket: socket, address: address, deadline: now + timeout, idleSince: now)
+        guard socket >= 0 else { return }
+        let slot = Int(socket)
         state.withLock { state in
-            state.entries[UInt(bitPattern: connection)] = entry
+            // Not reported closed (it always is): its count goes with it.
+            state.remove(at: slot)
+            if state.entries.count <= slot { state.entries += Array(repeating: Entry.free, count: max(slot + 1 - state.entries.count, 64)) }
+            state.entries[slot] = entry
+            state.count += 1
             state.perAddress[address, default: 0] += 1
         }
     }
@@ -87,10 +114,11 @@ final class ConnectionTable: Sendable {
     /// for a connection the table does not hold.
     @discardableResult
     func headReceived(_ connection: OpaquePointer) -> (address: String, answered: Bool)? {
-        state.withLock { state in
-            guard let index = state.entries.index(forKey: UInt(bitPattern: connection)) else { return nil }
-            state.entries.values[index].deadline = nil
-            return (state.entries.values[index].address, state.entries.values[index].answered)
+        let slot = Int(cmhd_connection_fd(connection))
+        return state.withLock { state in
+            guard state.holds(slot) else { return nil }
+            state.entries[slot].deadline = nil
+            return (state.entries[slot].address, state.entries[slot].answered)
         }
     }
 
@@ -102,20 +130,18 @@ final class ConnectionTable: Sendable {
     }
 
     func closed(_ connection: OpaquePointer) {
-        state.withLock { state in
-            guard let entry = state.entries.removeValue(forKey: UInt(bitPattern: connection)) else { return }
-            let left = state.perAddress[entry.address, default: 1] - 1
-            state.perAddress[entry.address] = left > 0 ? left : nil
-        }
+        let slot = Int(cmhd_connection_fd(connection))
+        guard slot >= 0 else { return }
+        state.withLock { $0.remove(at: slot) }
     }
 
     /// Shuts down every connection past its deadline.
     func sweep(at now: ContinuousClock.Instant = .now) {
         state.withLock { state in
-            for (key, entry) in state.entries where !entry.closing {
-                guard let deadline = entry.deadline, deadline <= now else { continue }
-                shutdown(entry.socket, Int32(SHUT_RDWR))
-                state.entries[key]?.closing = true
+            for slot in state.entries.indices where state.entries[slot].socket >= 0 && !state.entries[slot].closing {
+                guard let deadline = state.entries[slot].deadline, deadline <= now else { continue }
+                shutdown(state.entries[slot].socket, Int32(SHUT_RDWR))
+                state.entries[slot].closing = true
             }
         }
     }
@@ -127,15 +153,16 @@ final class ConnectionTable: Sendable {
     func closeIdle(_ count: Int, grace: Duration = .seconds(1), at now: ContinuousClock.Instant = .now) -> Int {
         guard count > 0 else { return 0 }
         return state.withLock { state in
-            let idle = state.entries.compactMap { key, entry -> (key: UInt, since: ContinuousClock.Instant)? in
-                guard !entry.closing, let since = entry.idleSince, since + grace <= now else { return nil }
-                return (key, since)
+            let idle = state.entries.indices.compactMap { slot -> (key: Int, since: ContinuousClock.Instant)? in
+                let entry = state.entries[slot]
+                guard entry.socket >= 0, !entry.closing, let since = entry.idleSince, since + grace <= now else { return nil }
+                return (slot, since)
             }
             let chosen = idle.count <= count ? idle : Array(idle.sorted { $0.since < $1.since }.prefix(count))
             for (key, _) in chosen {
-                guard let socket = state.entries[key]?.socket else { continue }
-                shutdown(socket, Int32(SHUT_RDWR))
-                state.entries[key]?.closing = true
+                guard state.holds(key) else { continue }
+                shutdown(state.entries[key].socket, Int32(SHUT_RDWR))
+                state.entries[key].closing = true
             }
             return chosen.count
         }
@@ -143,9 +170,10 @@ final class ConnectionTable: Sendable {
 
     /// Changes the connection's entry in place (a copy out and back cost a lookup and a retain more).
     private func update(_ connection: OpaquePointer, _ change: (inout Entry) -> Void) {
+        let slot = Int(cmhd_connection_fd(connection))
         state.withLock { state in
-            guard let index = state.entries.index(forKey: UInt(bitPattern: connection)) else { return }
-            change(&state.entries.values[index])
+            guard state.holds(slot) else { return }
+            change(&state.entries[slot])
         }
     }
 }
