@@ -90,9 +90,10 @@ public struct RequestTarget: Sendable, Equatable {
     /// of it; anything else goes that way.
     private static func plainPath(_ raw: String) -> RequestTarget? {
         var raw = raw
-        return raw.withUTF8 { bytes -> RequestTarget? in
+        let read = raw.withUTF8 { bytes -> [String]? in
             guard bytes.first == 0x2F, bytes.count <= maxLength else { return nil }
             var segments: [String] = []
+            segments.reserveCapacity(4)
             var start = 1
             for index in 1...bytes.count {
                 if index == bytes.count || bytes[index] == 0x2F {
@@ -103,8 +104,10 @@ public struct RequestTarget: Sendable, Equatable {
                 let byte = bytes[index]
                 if byte <= 0x20 || byte >= 0x7F || byte == 0x23 || byte == 0x25 || byte == 0x3F { return nil }
             }
-            return RequestTarget(segments: segments, path: String(decoding: bytes, as: UTF8.self), query: [], authority: nil)
+            return segments
         }
+        // The path is the target as sent: the string itself, not a copy of its bytes.
+        return read.map { RequestTarget(segments: $0, path: raw, query: [], authority: nil) }
     }
 
     private static func find(_ needle: [UInt8], in bytes: [UInt8]) -> Int? {

@@ -175,6 +175,7 @@ extension HTTPServer {
     /// Every key/value pair of one kind (headers, query arguments), in order.
     private static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(name: String, value: String)] {
         var pairs: [(name: String, value: String)] = []
+        pairs.reserveCapacity(8)
         withUnsafeMutablePointer(to: &pairs) { pointer in
             _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
                 guard let cls, let key else { return MHD_Result.YES }
