@@ -5,18 +5,6 @@ import Testing
 
 /// Quick reads (`QuickReads`) answer byte for byte as the general path does, and only where they may.
 @Suite struct QuickReadTests {
-    /// Sends `text` on a connection of its own and reads until the server closes it.
-    func exchange(_ server: TestHerald, _ text: String) throws -> String {
-        let socket = try Socket(port: server.port, timeout: 3)
-        try socket.send(text)
-        var out: [UInt8] = []
-        while true {
-            guard let chunk = try? socket.receive(), !chunk.isEmpty else { break }
-            out += chunk
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// The answer without its `Date` line, the one field two servers may not agree on.
     func comparable(_ answer: String) -> String {
         answer.split(separator: "\r\n", omittingEmptySubsequences: false).filter { !$0.lowercased().hasPrefix("date:") }.joined(separator: "\r\n")
@@ -66,10 +54,10 @@ import Testing
             #expect(etag == (try general.client().get("/auctions/1").header("ETag")))
             for (request, isQuick) in requests(etag: etag) {
                 let before = quick.herald.quickReadCount
-                let answer = try exchange(quick, request)
+                let answer = try quick.exchange(request)
                 #expect(quick.herald.quickReadCount - before == (isQuick ? 1 : 0), "\(request)")
                 #expect(answer.hasPrefix("HTTP/1.1 "), "\(request)")
-                #expect(comparable(answer) == comparable(try exchange(general, request)), "\(request)")
+                #expect(comparable(answer) == comparable(try general.exchange(request)), "\(request)")
             }
         }
         #expect(general.herald.quickReadCount == 0)

@@ -70,6 +70,19 @@ final class TestHerald {
 
     func client() -> HTTPClient { HTTPClient(port: port) }
 
+    /// Sends `text` on a connection of its own, byte for byte, and reads until the server closes it
+    /// (or 3 s pass). Returns what came back.
+    func exchange(_ text: String) throws -> String {
+        let socket = try Socket(port: port, timeout: 3)
+        try socket.send(text)
+        var out: [UInt8] = []
+        while true {
+            guard let chunk = try? socket.receive(), !chunk.isEmpty else { break }
+            out += chunk
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Opens an SSE stream and waits for its response head.
     func stream(_ path: String, headers: [(String, String)] = []) throws -> SSEClient {
         let client = try SSEClient(port: port, path: path, headers: headers)

@@ -5,18 +5,6 @@ import Testing
 /// Requests written byte by byte on a raw socket: framing that could smuggle a second request, hosts,
 /// targets, and answers libmicrohttpd would otherwise never send.
 @Suite struct WireTests {
-    /// Sends `text` and reads until the server closes (or 3 s pass). Returns what came back.
-    func exchange(_ server: TestHerald, _ text: String) throws -> String {
-        let socket = try Socket(port: server.port, timeout: 3)
-        try socket.send(text)
-        var out: [UInt8] = []
-        while true {
-            guard let chunk = try? socket.receive(), !chunk.isEmpty else { break }
-            out += chunk
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     func statuses(_ answer: String) -> [Int] {
         answer.components(separatedBy: "HTTP/1.1 ").dropFirst().compactMap { Int($0.prefix(3)) }
     }
@@ -33,7 +21,7 @@ import Testing
             "Transfer-Encoding: chunked\r\nContent-Length: 104",
         ]
         for head in heads {
-            let answer = try exchange(server, "POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(head)\r\n\r\n\(smuggled)")
+            let answer = try server.exchange("POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(head)\r\n\r\n\(smuggled)")
             #expect(statuses(answer) == [400], "\(head): \(answer)")
             #expect(answer.contains("application/problem+json"))
             #expect(answer.contains("Connection: close"))
@@ -57,18 +45,18 @@ import Testing
             "Content-Length: 2\r\nX-Note: a\r\n b",                 // folded (obs-fold)
         ]
         for head in heads {
-            let answer = try exchange(server, "POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(head)\r\n\r\n{}\(smuggled)")
+            let answer = try server.exchange("POST /notifications/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(head)\r\n\r\n{}\(smuggled)")
             #expect(statuses(answer) == [400], "\(head.debugDescription): \(answer)")
             #expect(answer.contains("Connection: close"), "\(head.debugDescription)")
         }
         #expect(try server.client().get("/units/smuggled").status == 404)
         // Heads the check must not refuse: bare LF line ends, spaces around values, an empty value, no fields.
         let body = "{\"name\":\"Clean\",\"status\":\"healthy\"}"
-        let clean = try exchange(server, "PUT /units/clean HTTP/1.1\nHost: x\nX-Empty:\r\nX-Spaced:   a b  \r\nContent-Type: application/json\t\n"
+        let clean = try server.exchange("PUT /units/clean HTTP/1.1\nHost: x\nX-Empty:\r\nX-Spaced:   a b  \r\nContent-Type: application/json\t\n"
                                  + "Connection: close\nContent-Length: \(body.utf8.count)\n\n\(body)")
         #expect(statuses(clean).first == 201, "\(clean)")
         #expect(try server.client().get("/units/clean").status == 200)
-        #expect(statuses(try exchange(server, "GET /health HTTP/1.0\r\n\r\n")) == [200])
+        #expect(statuses(try server.exchange("GET /health HTTP/1.0\r\n\r\n")) == [200])
     }
 
     /// The asterisk form is for OPTIONS only (RFC 9112 §3.2.4): `GET *` answered the page with 200.
@@ -76,10 +64,10 @@ import Testing
         let server = try TestHerald()
         defer { server.stop() }
         for method in ["GET", "HEAD", "POST", "PUT"] {
-            let answer = try exchange(server, "\(method) * HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            let answer = try server.exchange("\(method) * HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
             #expect(statuses(answer) == [400], "\(method) *: \(answer)")
         }
-        let options = try exchange(server, "OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let options = try server.exchange("OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(statuses(options).first.map { $0 < 300 } == true, "\(options)")
     }
 
@@ -87,7 +75,7 @@ import Testing
         let server = try TestHerald()
         defer { server.stop() }
         for coding in ["xchunked", "gzip, chunked", "chunked, identity", "identity"] {
-            let answer = try exchange(server, "POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \(coding)\r\n\r\n\(smuggled)")
+            let answer = try server.exchange("POST /notifications/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \(coding)\r\n\r\n\(smuggled)")
             #expect(statuses(answer) == [501], "\(coding): \(answer)")
         }
         #expect(try server.client().get("/units/smuggled").status == 404)
@@ -96,21 +84,21 @@ import Testing
     @Test func hostIsRequiredOnceOnHTTP11() throws {
         let server = try TestHerald()
         defer { server.stop() }
-        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")) == [400])
-        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n")) == [400])
-        let http10 = try exchange(server, "GET /health HTTP/1.0\r\n\r\n")
+        #expect(statuses(try server.exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")) == [400])
+        #expect(statuses(try server.exchange("GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n")) == [400])
+        let http10 = try server.exchange("GET /health HTTP/1.0\r\n\r\n")
         #expect(http10.hasPrefix("HTTP/1.1 200"), "HTTP/1.0 needs no Host: \(http10)")
-        let absolute = try exchange(server, "GET http://127.0.0.1:\(server.port)/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let absolute = try server.exchange("GET http://127.0.0.1:\(server.port)/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         #expect(statuses(absolute) == [200], "absolute-form target: \(absolute)")
     }
 
     @Test func otherHostsAreMisdirectedWhenHostsAreListed() throws {
         let server = try TestHerald(allowedHosts: ["localhost", "127.0.0.1"])
         defer { server.stop() }
-        let evil = try exchange(server, "PUT /units/evil HTTP/1.1\r\nHost: evil.example:\(server.port)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        let evil = try server.exchange("PUT /units/evil HTTP/1.1\r\nHost: evil.example:\(server.port)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
         #expect(statuses(evil) == [421], "\(evil)")
-        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: localhost:\(server.port)\r\nConnection: close\r\n\r\n")) == [200])
-        #expect(statuses(try exchange(server, "GET /health HTTP/1.1\r\nHost: localhost:1\r\nConnection: close\r\n\r\n")) == [421])
+        #expect(statuses(try server.exchange("GET /health HTTP/1.1\r\nHost: localhost:\(server.port)\r\nConnection: close\r\n\r\n")) == [200])
+        #expect(statuses(try server.exchange("GET /health HTTP/1.1\r\nHost: localhost:1\r\nConnection: close\r\n\r\n")) == [421])
         #expect(try server.client().get("/units/evil").status == 404)
     }
 
@@ -119,7 +107,7 @@ import Testing
         defer { server.stop() }
         let id = try server.auction()
         for target in ["/health%00/x", "/auctions/\(id)%00junk", "/auctions/%zz"] {
-            #expect(statuses(try exchange(server, "GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == [400], "\(target)")
+            #expect(statuses(try server.exchange("GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) == [400], "\(target)")
         }
         #expect(try server.client().get("/auctions/\(id)%2Fbids").status == 404)
         #expect(try server.client().get("/auctions/\(id)/bids").status == 200)
@@ -130,19 +118,19 @@ import Testing
         defer { server.stop() }
         for count in [120, 1000, 3000] {
             let query = Array(repeating: "x=a", count: count).joined(separator: "&")
-            let answer = try exchange(server, "GET /health?\(query) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let answer = try server.exchange("GET /health?\(query) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(statuses(answer) == [count * 4 > 8192 ? 414 : 200], "\(count) arguments: \(answer.prefix(200))")
         }
         // The documented maximum: 64 topics of 100-character notification names.
         let names = (0..<64).map { "topic=notifications/" + String(repeating: Character(String($0 % 10)), count: 98) + "\($0 % 10)x" }
-        let answer = try exchange(server, "GET /events?\(names.joined(separator: "&"))&snapshot=false HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let answer = try server.exchange("GET /events?\(names.joined(separator: "&"))&snapshot=false HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(answer.hasPrefix("HTTP/1.1 200"), "64 long topics: \(answer.prefix(300))")
     }
 
     @Test func headHasNoBodyAndTheConnectionCarriesOn() throws {
         let server = try TestHerald()
         defer { server.stop() }
-        let answer = try exchange(server, "HEAD /currency/events HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let answer = try server.exchange("HEAD /currency/events HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(statuses(answer) == [200, 200], "\(answer)")
         let parts = answer.components(separatedBy: "\r\n\r\n")
         #expect(parts.count >= 2 && parts[1].hasPrefix("HTTP/1.1 200"), "nothing between the HEAD's head and the next response: \(answer)")
