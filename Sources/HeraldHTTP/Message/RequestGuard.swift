@@ -73,7 +73,7 @@ public struct RequestGuard: Sendable {
     }
 
     /// ASCII case-insensitive equality with a lower-case `name`.
-    private static func equalsIgnoringCase(_ text: String, _ name: StaticString) -> Bool {
+    static func equalsIgnoringCase(_ text: String, _ name: StaticString) -> Bool {
         let other = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         guard text.utf8.count == other.count else { return false }
         let equal = { (bytes: UnsafeBufferPointer<UInt8>) in zip(bytes, other).allSatisfy { ($0 | 0x20) == $1 } }

@@ -146,19 +146,8 @@ extension HTTPServer {
     /// The first value of the field `name` (in lower case) as received, its name matched without
     /// regard to case, as `HTTPFields` matches names.
     static func first(_ name: StaticString, in received: [(name: String, value: String)]) -> String? {
-        for field in received where equalsIgnoringCase(field.name, name) { return field.value }
+        for field in received where RequestGuard.equalsIgnoringCase(field.name, name) { return field.value }
         return nil
-    }
-
-    private static func equalsIgnoringCase(_ text: String, _ lower: StaticString) -> Bool {
-        guard text.utf8.count == lower.utf8CodeUnitCount else { return false }
-        let expected = lower.utf8Start
-        var index = 0
-        for byte in text.utf8 {
-            if (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) != expected[index] { return false }
-            index += 1
-        }
-        return true
     }
 
     /// The head's fields, typed. A name that is not a token is left out here: `RequestGuard`, which
