@@ -28,8 +28,7 @@ extension Routes {
         }
         add(.get, "/auctions/events") { request in try events.streamCollection(request, AuctionHouse.collectionTopic) }
         read("/auctions/{id}", parameter: "id") { text throws(DomainError) in
-            guard let id = AuctionID(text) else { throw DomainError.notFound("auction", text) }
-            return encodings.encoded(try auctions.get(id), at: auctions.now)
+            encodings.encoded(try auctions.get(try Request.auctionID(text)), at: auctions.now)
         }
         read("/auctions/{id}/bids") { request in
             let paging = try Paging(request)
@@ -73,8 +72,10 @@ extension Routes {
 
 extension Request {
     /// The auction the path names (`{id}`): 404 when it could name none (`01`, `x`).
-    func auctionID() throws(DomainError) -> AuctionID {
-        let text = parameter("id")
+    func auctionID() throws(DomainError) -> AuctionID { try Self.auctionID(parameter("id")) }
+
+    /// The auction `text` names: 404 when it could name none.
+    static func auctionID(_ text: String) throws(DomainError) -> AuctionID {
         guard let id = AuctionID(text) else { throw DomainError.notFound("auction", text) }
         return id
     }
