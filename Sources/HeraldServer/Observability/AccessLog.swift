@@ -149,7 +149,7 @@ public final class AccessLog: Sendable {
         field("http.request_id", exchange.requestID, format: format, to: &bytes)
         field("http.route", exchange.route ?? "-", format: format, to: &bytes)
         bytes.append(contentsOf: format == .text ? " http.status=".utf8 : #","http.status":""#.utf8)
-        appendDecimal(exchange.status, to: &bytes)
+        bytes.appendUTF8(String(exchange.status))
         if format == .json { bytes.append(0x22) }
         end(message: message, format: format, to: &bytes)
     }
@@ -195,23 +195,6 @@ public final class AccessLog: Sendable {
         }
     }
 
-    /// `value`'s decimal digits (`String(value)`).
-    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(0x2D) }
-        var magnitude = value.magnitude
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[19 - count] = 0x30 + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            bytes.append(contentsOf: buffer[(20 - count)...])
-        }
-    }
-
     /// The timestamp of `second`: text, local time as swift-log's `StreamLogHandler` writes it
     /// (`%Y-%m-%dT%H:%M:%S%z`); JSON, UTC up to the milliseconds' dot (`2026-11-26T01:06:39.`).
     static func stamp(second: Int, format: Format) -> [UInt8] {
@@ -241,7 +224,7 @@ public final class AccessLog: Sendable {
     static func appendMilliseconds(_ duration: Duration, to out: inout [UInt8]) {
         let (seconds, attoseconds) = duration.components
         let microseconds = max(seconds * 1_000_000 + attoseconds / 1_000_000_000_000, 0)
-        appendDecimal(Int(microseconds / 1000), to: &out)
+        out.appendUTF8(String(microseconds / 1000))
         out.append(0x2E)
         let fraction = Int(microseconds % 1000)
         out.append(UInt8(0x30 + fraction / 100))
