@@ -73,4 +73,67 @@ import Testing
         let line = metrics.split(separator: "\n").first { $0.hasPrefix("herald_http_requests_total{") && $0.contains("route=\"/currency\"") && $0.contains("method=\"GET\"") }
         #expect(line.map { $0.hasSuffix(" 3") } == true, "\(line ?? "no line")")
     }
+
+    /// Reads `count` answers from a kept-alive connection: each a head and its `Content-Length` bytes.
+    func answers(_ count: Int, from socket: Socket) throws -> [String] {
+        var bytes: [UInt8] = []
+        var answers: [String] = []
+        while answers.count < count {
+            if let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) {
+                let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self)
+                let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                if bytes.count >= end.upperBound + length {
+                    answers.append(String(decoding: bytes[..<(end.upperBound + length)], as: UTF8.self))
+                    bytes.removeFirst(end.upperBound + length)
+                    continue
+                }
+            }
+            let chunk = try socket.receive()
+            guard !chunk.isEmpty else { throw TestError("the connection closed after \(answers.count) answers") }
+            bytes += chunk
+        }
+        return answers
+    }
+
+    func field(_ name: String, of answer: String) -> String? {
+        answer.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
+            .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) }
+    }
+
+    /// A read of an unchanged subject sends the response made for the first read again, with only the
+    /// request id changed (`QuickResponses`): on connections whose requests interleave, and pipelined on
+    /// one, each answer names its own request. A change makes a new response.
+    @Test func aKeptAnswerCarriesEachRequestsOwnIDAndFollowsChanges() throws {
+        let herald = try TestHerald(examples: true)
+        defer { herald.stop() }
+        let sockets = try (0..<4).map { _ in try Socket(port: herald.port, timeout: 5) }
+        func read(_ id: String) -> String { "GET /auctions/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-ID: \(id)\r\n\r\n" }
+        let made = herald.herald.quickResponseCount
+        var bodies: Set<Substring> = []
+        for round in 0..<2 {
+            if round == 1 {
+                #expect(try herald.client().post("/auctions/1/bids", #"{"bidder":"ann","amount":500}"#).status == 201)
+            }
+            for pass in 0..<5 {
+                // Every connection's request is sent before any answer is read, and one connection
+                // sends two at once.
+                for (index, socket) in sockets.enumerated() { try socket.send(read("c\(index)-\(round)-\(pass)")) }
+                try sockets[0].send(read("p1-\(round)-\(pass)") + read("p2-\(round)-\(pass)"))
+                for (index, socket) in sockets.enumerated() {
+                    let ids = index == 0 ? ["c0", "p1", "p2"] : ["c\(index)"]
+                    let answers = try answers(ids.count, from: socket)
+                    for (id, answer) in zip(ids, answers) {
+                        #expect(answer.hasPrefix("HTTP/1.1 200 "))
+                        #expect(field("X-Request-ID", of: answer) == "\(id)-\(round)-\(pass)", "\(answer)")
+                        #expect(answer.contains(round == 0 ? #""price":100,"# : #""price":500,"#), "\(answer)")
+                        bodies.insert(answer.split(separator: "\r\n\r\n")[1])
+                    }
+                }
+            }
+            // The whole round's 30 reads were sent one response, made for its first.
+            #expect(herald.herald.quickResponseCount - made == round + 1)
+        }
+        #expect(bodies.count == 2)
+    }
 }

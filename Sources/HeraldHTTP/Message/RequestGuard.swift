@@ -6,8 +6,26 @@ import HTTPTypes
 /// head is ever read as another request.
 public struct RequestGuard: Sendable {
     /// Every `Host` value accepted as it is compared (lower case): each name alone and with the port
-    /// the server listens on, and each `name:port` given; nil: any host. One set look-up per request.
-    private let accepted: Set<String>?
+    /// the server listens on, and each `name:port` given; nil: any host. A few are compared in turn
+    /// (hashing the host cost more than the comparisons); a longer list is a set.
+    private let accepted: AcceptedHosts?
+
+    private enum AcceptedHosts: Sendable {
+        case few([String])
+        case many(Set<String>)
+
+        init(_ hosts: [String]) {
+            let distinct = Array(Set(hosts))
+            self = distinct.count <= 8 ? .few(distinct) : .many(Set(distinct))
+        }
+
+        func contains(_ host: String) -> Bool {
+            switch self {
+            case .few(let hosts): hosts.contains(host)
+            case .many(let hosts): hosts.contains(host)
+            }
+        }
+    }
 
     /// - Parameters:
     ///   - allowedHosts: host names (`localhost`) or names with a port (`example.org:8080`) this server
@@ -15,7 +33,7 @@ public struct RequestGuard: Sendable {
     ///   - port: the port the server listens on (a name alone also stands for `name:port`).
     public init(allowedHosts: [String]? = nil, port: Int = 0) {
         accepted = allowedHosts.map { hosts in
-            Set(hosts.flatMap { host -> [String] in
+            AcceptedHosts(hosts.flatMap { host -> [String] in
                 let lower = host.lowercased()
                 return Self.split(lower).1 == nil ? [lower, lower + ":" + String(port)] : [lower]
             })

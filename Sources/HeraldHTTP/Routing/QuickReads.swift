@@ -15,6 +15,9 @@ public struct QuickReads: Sendable {
         public let body: [UInt8]
         public let etag: String
         public let eventID: UInt64
+        /// Which read answered, and its parameter: the subject, for `QuickResponses`.
+        var entry = 0
+        var parameter: String?
 
         public init(route: String, body: [UInt8], etag: String, eventID: UInt64) {
             (self.route, self.body, self.etag, self.eventID) = (route, body, etag, eventID)
@@ -59,15 +62,17 @@ public struct QuickReads: Sendable {
         guard target.query.isEmpty, HTTPServer.first("origin", in: head) == nil, HTTPServer.first("if-none-match", in: head) == nil
         else { return nil }
         let parts = target.segments
-        for entry in entries where entry.literals.count == parts.count {
+        for (number, entry) in entries.enumerated() where entry.literals.count == parts.count {
             var fits = true
             for index in parts.indices {
                 if let literal = entry.literals[index], literal != parts[index] { fits = false; break }
             }
             guard fits else { continue }
-            guard let parameter = entry.parameter else { return entry.read(nil) }
-            if entry.shadowed.contains(parts[parameter]) { return nil }
-            return entry.read(parts[parameter])
+            let parameter = entry.parameter.map { parts[$0] }
+            if let parameter, entry.shadowed.contains(parameter) { return nil }
+            guard var answer = entry.read(parameter) else { return nil }
+            (answer.entry, answer.parameter) = (number, parameter)
+            return answer
         }
         return nil
     }

@@ -1,6 +1,6 @@
 /// What the server tells about its work, for metrics and logs: every answer, every stream's end and
 /// the events streams carry. Its methods run on the server's threads and must not block.
-public protocol HTTPObserver: Sendable {
+public protocol HTTPObserver: AnyObject, Sendable {
     /// A request was answered, or its stream started (on the thread that queued the answer).
     func answered(_ exchange: Exchange)
     /// A stream the engine held has ended (on the engine's thread).

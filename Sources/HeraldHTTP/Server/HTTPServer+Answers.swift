@@ -2,6 +2,7 @@ import CLinux
 import CMicroHTTPD
 import HTTPTypes
 import HeraldJSON
+import HeraldThreads
 import Synchronization
 
 // Answering a request: a response queued to libmicrohttpd, or a stream handed to the stream engine.
@@ -33,15 +34,28 @@ extension HTTPServer {
     func answer(_ read: QuickReads.Answer, fields: [(name: String, value: String)], on connection: OpaquePointer,
                 context: RequestContext) -> MHD_Result {
         report(200, method: "GET", context: context, isStream: false)
-        guard let response = Self.response(copying: read.body) else { return MHD_Result.NO }
-        _ = MHD_add_response_header(response, "Content-Type", "application/json")
-        Self.add("ETag", read.etag, to: response)
-        Self.add("Herald-Event-ID", String(read.eventID), to: response)
-        for field in fields { field.name.withCString { Self.add($0, field.value, to: response) } }
+        let kept = quickResponses.withValue { responses in
+            responses.response(for: read, requestID: context.id) { read in
+                quickResponsesMade.add(1, ordering: .relaxed)
+                return Self.response(to: read, fields: fields)
+            }
+        }
+        if let kept { return MHD_queue_response(connection, 200, kept) }
+        guard let response = Self.response(to: read, fields: fields) else { return MHD_Result.NO }
         Self.add("X-Request-ID", context.id, to: response)
         let result = MHD_queue_response(connection, 200, response)
         MHD_destroy_response(response)
         return result
+    }
+
+    /// libmicrohttpd's response to a quick read, with every field but `X-Request-ID`.
+    private static func response(to read: QuickReads.Answer, fields: [(name: String, value: String)]) -> OpaquePointer? {
+        guard let response = response(copying: read.body) else { return nil }
+        _ = MHD_add_response_header(response, "Content-Type", "application/json")
+        add("ETag", read.etag, to: response)
+        add("Herald-Event-ID", String(read.eventID), to: response)
+        for field in fields { field.name.withCString { add($0, field.value, to: response) } }
+        return response
     }
 
     private func report(_ status: Int, method: String, context: RequestContext, isStream: Bool) {

@@ -23,6 +23,10 @@ public final class HTTPServer: Sendable {
     let quickReads: QuickReads?
     /// How many requests `quickReads` answered.
     let quickAnswers = Atomic<Int>(0)
+    /// libmicrohttpd's responses to quick reads of subjects that have not changed since.
+    let quickResponses: ThreadBound<QuickResponses>
+    /// How many of those responses were made (a read of a kept one makes none).
+    let quickResponsesMade = Atomic<Int>(0)
     let logger: Logger
     /// Told of every answer and stream (metrics, the access log); nil: nobody.
     let observer: (any HTTPObserver)?
@@ -63,6 +67,7 @@ public final class HTTPServer: Sendable {
         self.observer = observer
         self.handler = handler
         requestHold = WakeHold(owner: requestThread)
+        quickResponses = ThreadBound(QuickResponses(), owner: requestThread)
         streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
                                perClientLimit: configuration.streamsPerClient, observer: observer,
                                clock: configuration.streamClock, expiryWarning: configuration.expiryWarning,
@@ -81,6 +86,10 @@ public final class HTTPServer: Sendable {
 
     /// How many requests were answered as quick reads.
     public var quickReadCount: Int { quickAnswers.load(ordering: .relaxed) }
+
+    /// How many libmicrohttpd responses quick reads made: one per version of a subject read, while
+    /// its response stays kept (`QuickResponses`).
+    public var quickResponseCount: Int { quickResponsesMade.load(ordering: .relaxed) }
 
     /// Binds and starts serving.
     public func start() throws(HTTPServerError) {

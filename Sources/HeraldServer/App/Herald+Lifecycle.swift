@@ -13,6 +13,9 @@ extension Herald {
     /// How many GETs were answered as quick reads (`HeraldConfiguration.quickReads`).
     public var quickReadCount: Int { server.quickReadCount }
 
+    /// How many answers quick reads made rather than sent again (one per version of a subject read).
+    public var quickResponseCount: Int { server.quickResponseCount }
+
     /// The threads that fanned published events out to observers, by name, with their batch counts:
     /// only the stream engine's (`herald-streams`) when a publisher never waits for its observers.
     public var deliveringThreads: [String: Int] { hub.deliveringThreads }

@@ -1,0 +1,96 @@
+import CMicroHTTPD
+import Glibc
+
+/// libmicrohttpd's responses to quick reads, kept while their subject stays as it is: a read of an
+/// unchanged subject queues the same response again, and only its `X-Request-ID` changes. Making a
+/// response and adding its six fields, then freeing them, was the largest cost left in a quick read
+/// (each field is three allocations and six scans in libmicrohttpd, BENCHMARKS.md "Quick reads").
+///
+/// **Why changing the field in place is safe.** libmicrohttpd writes a response's head into the
+/// connection's own buffer right after the access handler's last call returns, before it serves any
+/// other connection (connection.c, `MHD_CONNECTION_FULL_REQ_RECEIVED` → `START_REPLY` →
+/// `build_header_response`, the same in 0.9.75 and 1.0.1), and reads the fields at no other time for a
+/// response of known length. Every callback runs on the daemon's one thread, which owns this cache.
+/// So each head carries the id of its own request (`QuickReadTests` sends interleaved requests with
+/// ids of their own). The body is the response's own copy, which libmicrohttpd reference-counts: a
+/// replaced response stays alive until the last connection sending it is done.
+///
+/// Bounded: `slotCount` subjects, each with a body of at most `largestBody` bytes (a larger one gets
+/// a response of its own per read, as before). A subject takes the slot its name hashes to.
+struct QuickResponses {
+    static let slotCount = 256
+    static let largestBody = 16 * 1024
+
+    /// libmicrohttpd's response, released when its slot is taken by another version or subject.
+    final class Kept {
+        let response: OpaquePointer
+        /// The `X-Request-ID` the response carries now (libmicrohttpd removes a field by its value).
+        var requestID: String
+
+        init(response: OpaquePointer, requestID: String) { (self.response, self.requestID) = (response, requestID) }
+        deinit { MHD_destroy_response(response) }
+    }
+
+    /// A class: a look at a slot copies one reference, not five.
+    final class Slot {
+        let entry: Int
+        let parameter: String?
+        let eventID: UInt64
+        let etag: String
+        let body: [UInt8]
+        let kept: Kept
+
+        init(entry: Int, parameter: String?, eventID: UInt64, etag: String, body: [UInt8], kept: Kept) {
+            (self.entry, self.parameter, self.eventID, self.etag, self.body, self.kept) = (entry, parameter, eventID, etag, body, kept)
+        }
+    }
+
+    private var slots = [Slot?](repeating: nil, count: slotCount)
+
+    /// The response to `read` with `requestID`, kept or made; nil if libmicrohttpd cannot make one.
+    /// `make` makes a response with every field but `X-Request-ID`.
+    mutating func response(for read: QuickReads.Answer, requestID: String, make: (QuickReads.Answer) -> OpaquePointer?) -> OpaquePointer? {
+        guard read.body.count <= Self.largestBody else { return nil }
+        let index = Self.slot(entry: read.entry, parameter: read.parameter)
+        if let slot = slots[index], slot.entry == read.entry, slot.eventID == read.eventID, slot.parameter == read.parameter,
+           slot.etag == read.etag, Self.same(slot.body, read.body) {
+            let kept = slot.kept
+            _ = kept.requestID.withCString { old in MHD_del_response_header(kept.response, "X-Request-ID", old) }
+            _ = requestID.withCString { MHD_add_response_header(kept.response, "X-Request-ID", $0) }
+            kept.requestID = requestID
+            return kept.response
+        }
+        slots[index] = nil
+        guard let response = make(read) else { return nil }
+        _ = requestID.withCString { MHD_add_response_header(response, "X-Request-ID", $0) }
+        slots[index] = Slot(entry: read.entry, parameter: read.parameter, eventID: read.eventID, etag: read.etag, body: read.body,
+                            kept: Kept(response: response, requestID: requestID))
+        return response
+    }
+
+    /// How many subjects have a kept response.
+    var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+
+    /// The slot of a subject: FNV-1a over its read's number and its parameter's bytes.
+    private static func slot(entry: Int, parameter: String?) -> Int {
+        var hash: UInt32 = 2_166_136_261 ^ UInt32(truncatingIfNeeded: entry)
+        hash = hash &* 16_777_619
+        if var parameter {
+            parameter.withUTF8 { bytes in
+                for byte in bytes { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+            }
+        }
+        return Int(hash % UInt32(slotCount))
+    }
+
+    /// Whether two bodies hold the same bytes (the same storage, mostly: the subject's kept encoding).
+    private static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { a in
+            b.withUnsafeBytes { b in
+                guard let x = a.baseAddress, let y = b.baseAddress, x != y else { return true }
+                return memcmp(x, y, a.count) == 0
+            }
+        }
+    }
+}
