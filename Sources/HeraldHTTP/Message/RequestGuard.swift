@@ -48,19 +48,21 @@ public struct RequestGuard: Sendable {
         var (contentLength, contentLengthCount): (String?, Int) = (nil, 0)
         var (firstHost, hostCount): (String?, Int) = (nil, 0)
         var transferEncodings: [String] = []
-        for header in headers {
-            guard Self.isToken(header.name) else {
-                throw Self.refuse(.badRequest, "the header name '\(Self.printable(header.name))' is not a token (a space before the colon?)")
+        // By index: each field is looked at where it is, not copied out (a retain and a release of
+        // its name and value).
+        for index in headers.indices {
+            guard Self.isToken(headers[index].name) else {
+                throw Self.refuse(.badRequest, "the header name '\(Self.printable(headers[index].name))' is not a token (a space before the colon?)")
             }
             // Only the three names that matter are compared (no lower-casing of every name).
-            switch header.name.utf8.count {
-            case 4 where Self.equalsIgnoringCase(header.name, "host"):
-                if hostCount == 0 { firstHost = header.value }
+            switch headers[index].name.utf8.count {
+            case 4 where Self.equalsIgnoringCase(headers[index].name, "host"):
+                if hostCount == 0 { firstHost = headers[index].value }
                 hostCount += 1
-            case 14 where Self.equalsIgnoringCase(header.name, "content-length"):
-                if contentLengthCount == 0 { contentLength = header.value }
+            case 14 where Self.equalsIgnoringCase(headers[index].name, "content-length"):
+                if contentLengthCount == 0 { contentLength = headers[index].value }
                 contentLengthCount += 1
-            case 17 where Self.equalsIgnoringCase(header.name, "transfer-encoding"): transferEncodings.append(header.value)
+            case 17 where Self.equalsIgnoringCase(headers[index].name, "transfer-encoding"): transferEncodings.append(headers[index].value)
             default: break
             }
         }
