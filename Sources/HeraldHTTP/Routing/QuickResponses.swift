@@ -68,9 +68,6 @@ struct QuickResponses {
         return response
     }
 
-    /// How many subjects have a kept response.
-    var count: Int { slots.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
-
     /// The slot of a subject: FNV-1a over its read's number and its parameter's bytes.
     private static func slot(entry: Int, parameter: String?) -> Int {
         var hash: UInt32 = 2_166_136_261 ^ UInt32(truncatingIfNeeded: entry)

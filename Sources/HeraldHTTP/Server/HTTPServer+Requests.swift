@@ -143,8 +143,6 @@ extension HTTPServer {
         return clients.client(peer: peer, forwardedFor: context.head[values: .xForwardedFor])
     }
 
-    /// The first value of the field `name` (in lower case) as received, its name matched without
-    /// regard to case, as `HTTPFields` matches names.
     /// The head's size as the limit counts it: each name and value, and four bytes for `: ` and CRLF.
     static func size(of received: [(name: String, value: String)]) -> Int {
         var size = 0
@@ -152,6 +150,8 @@ extension HTTPServer {
         return size
     }
 
+    /// The first value of the field `name` (in lower case) as received, its name matched without
+    /// regard to case, as `HTTPFields` matches names.
     static func first(_ name: StaticString, in received: [(name: String, value: String)]) -> String? {
         // By index: the fields are looked at where they are, not copied out (a retain and a release
         // of each string, for every field, at each of a request's four looks).

@@ -156,9 +156,9 @@ public final class AccessLog: Sendable {
     }
 
     /// The line of `append(_:stamp:milliseconds:format:to:)` when no value needs escaping (nearly
-    /// always), written in one pass into memory on the stack and appended with one copy: a piece at a
-    /// time into the array cost a third of a logged GET (BENCHMARKS.md, "Quick reads"). False, and
-    /// nothing appended, when a value needs escaping.
+    /// always), written in one pass into memory on the stack and appended with one copy. A piece at a
+    /// time into the array cost 4,400 instructions a line; this costs 2,600 (BENCHMARKS.md, "Kept
+    /// responses"). False, and nothing appended, when a value needs escaping.
     static func appendPlain(_ exchange: Exchange, stamp: [UInt8], milliseconds: Int, format: Format, to bytes: inout [UInt8]) -> Bool {
         let route = exchange.route ?? "-"
         let bound = stamp.count + exchange.client.utf8.count + exchange.method.utf8.count + exchange.path.utf8.count
