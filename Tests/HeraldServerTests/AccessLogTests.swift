@@ -91,23 +91,6 @@ import Testing
         }
     }
 
-    /// A line without anything to escape is written in one pass (`appendPlain`), to the same bytes;
-    /// one with a value to escape is left to the general writer.
-    @Test(arguments: [AccessLog.Format.text, .json])
-    func plainLinesAreWrittenInOnePass(format: AccessLog.Format) {
-        let stamp = AccessLog.stamp(second: 1_764_118_000, format: format)
-        for (index, exchange) in Self.exchanges.enumerated() {
-            var bytes: [UInt8] = [0x2A]
-            let plain = AccessLog.appendPlain(exchange, stamp: stamp, milliseconds: 42, format: format, to: &bytes)
-            #expect(plain == [0, 2].contains(index), "exchange \(index)")
-            if plain {
-                #expect(bytes == [0x2A] + AccessLog.line(exchange, second: 1_764_118_000, milliseconds: 42, format: format))
-            } else {
-                #expect(bytes == [0x2A])
-            }
-        }
-    }
-
     /// The figures in a duration: whole microseconds, as a Double prints them.
     @Test func durationsPrintAsTheDoubleDid() {
         for microseconds in [0, 1, 10, 100, 999, 1000, 1544, 12_000_000, 123_456_789] {

@@ -1,4 +1,5 @@
 import HTTPTypes
+import HeraldJSON
 
 /// Checks a request's head before Herald reads its body: framing that two parsers could read two ways
 /// (RFC 9112 §6.1, §6.3), a missing or repeated `Host` (§3.2), a host this server does not answer to
@@ -86,7 +87,7 @@ public struct RequestGuard: Sendable {
         guard let host = authority ?? firstHost else { return declared }
         guard Self.isValidHost(host) else { throw Self.refuse(.badRequest, "the Host '\(Self.printable(host))' is not a host and port") }
         // Most clients send the name as listed, in lower case: no copy made then.
-        if let accepted, !accepted.contains(Self.bytes(of: host, allSatisfy: { $0 < 0x41 || $0 > 0x5A }) ? host : host.lowercased()) {
+        if let accepted, !accepted.contains(host.utf8AllSatisfy({ $0 < 0x41 || $0 > 0x5A }) ? host : host.lowercased()) {
             throw Self.refuse(.misdirectedRequest, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
         }
         return declared
@@ -100,14 +101,6 @@ public struct RequestGuard: Sendable {
         return text.utf8.withContiguousStorageIfAvailable(equal) ?? zip(text.utf8, other).allSatisfy { ($0 | 0x20) == $1 }
     }
 
-    /// Whether every byte of `text` passes: over its contiguous bytes when it has them (a native
-    /// string does; iterating `utf8` costs several times more per byte, for every request's head).
-    @inline(__always)
-    static func bytes(of text: String, allSatisfy test: (UInt8) -> Bool) -> Bool {
-        if let result = text.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(test) }) { return result }
-        return text.utf8.allSatisfy(test)
-    }
-
     /// `name:port`, `[v6]:port`, or a name alone.
     private static func split(_ host: String) -> (String, String?) {
         guard let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") else { return (host, nil) }
@@ -117,7 +110,7 @@ public struct RequestGuard: Sendable {
     }
 
     private static func isValidHost(_ host: String) -> Bool {
-        !host.isEmpty && host.utf8.count <= 255 && bytes(of: host) { byte in
+        !host.isEmpty && host.utf8.count <= 255 && host.utf8AllSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
                 || byte == 0x2D || byte == 0x2E || byte == 0x3A || byte == 0x5B || byte == 0x5D || byte == 0x5F
         }
@@ -125,7 +118,7 @@ public struct RequestGuard: Sendable {
 
     /// Whether `name` may be a header name (RFC 9110 §5.6.2 `token`).
     public static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && bytes(of: name) { byte in
+        !name.isEmpty && name.utf8AllSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || isTokenPunctuation(byte)
         }
     }

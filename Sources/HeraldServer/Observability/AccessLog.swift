@@ -135,38 +135,21 @@ public final class AccessLog: Sendable {
     }
 
     /// A request's line written straight into `bytes`: the fields of `fields(exchange)`, in their
-    /// order, without making them (the list and its strings were a third of a logged GET's line).
+    /// order, without making them (the list and its strings were a third of a logged GET's line). The
+    /// values are looked at first (nearly always nothing to escape: a value is then copied as it is),
+    /// then the line is written in one pass into memory on the stack and appended with one copy. A
+    /// piece at a time into the array cost 4,400 instructions a line; this costs under 3,000
+    /// (BENCHMARKS.md, "Kept responses").
     private static func append(_ exchange: Exchange, stamp: [UInt8], milliseconds: Int, format: Format, to bytes: inout [UInt8]) {
-        if appendPlain(exchange, stamp: stamp, milliseconds: milliseconds, format: format, to: &bytes) { return }
-        let message = message(exchange)
-        begin(message: message, stamp: stamp, milliseconds: milliseconds, format: format, to: &bytes)
-        field("http.client", exchange.client, format: format, to: &bytes)
-        // Digits and a dot: nothing to escape in either format.
-        bytes.append(contentsOf: format == .text ? " http.duration_ms=".utf8 : #","http.duration_ms":""#.utf8)
-        appendMilliseconds(exchange.duration, to: &bytes)
-        if format == .json { bytes.append(0x22) }
-        field("http.method", exchange.method, format: format, to: &bytes)
-        field("http.path", exchange.path, format: format, to: &bytes)
-        field("http.request_id", exchange.requestID, format: format, to: &bytes)
-        field("http.route", exchange.route ?? "-", format: format, to: &bytes)
-        bytes.append(contentsOf: format == .text ? " http.status=".utf8 : #","http.status":""#.utf8)
-        bytes.appendUTF8(String(exchange.status))
-        if format == .json { bytes.append(0x22) }
-        end(message: message, format: format, to: &bytes)
-    }
-
-    /// The line of `append(_:stamp:milliseconds:format:to:)` when no value needs escaping (nearly
-    /// always), written in one pass into memory on the stack and appended with one copy. A piece at a
-    /// time into the array cost 4,400 instructions a line; this costs 2,600 (BENCHMARKS.md, "Kept
-    /// responses"). False, and nothing appended, when a value needs escaping.
-    static func appendPlain(_ exchange: Exchange, stamp: [UInt8], milliseconds: Int, format: Format, to bytes: inout [UInt8]) -> Bool {
-        let route = exchange.route ?? "-"
-        let bound = stamp.count + exchange.client.utf8.count + exchange.method.utf8.count + exchange.path.utf8.count
-            + exchange.requestID.utf8.count + route.utf8.count + 512
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer -> Bool in
-            guard let start = buffer.baseAddress else { return false }
+        let json = format == .json
+        let client = LineValue(exchange.client, format: format), method = LineValue(exchange.method, format: format)
+        let path = LineValue(exchange.path, format: format), requestID = LineValue(exchange.requestID, format: format)
+        let route = LineValue(exchange.route ?? "-", format: format)
+        // The fixed parts, digits included, take under 300 bytes.
+        let bound = stamp.count + client.count + method.count + path.count + requestID.count + route.count + 512
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bound) { buffer in
+            guard let start = buffer.baseAddress else { return }
             var line = LineWriter(start)
-            let json = format == .json
             let message: StaticString = exchange.isStream ? "stream opened" : "request"
             if json {
                 line.put(#"{"time":""#)
@@ -179,17 +162,17 @@ public final class AccessLog: Sendable {
                 line.put(stamp)
                 line.put(" info herald: http.client=")
             }
-            guard line.putPlain(exchange.client, json: json) else { return false }
+            line.put(client)
             line.put(json ? #"","http.duration_ms":""# : " http.duration_ms=")
             line.putMilliseconds(exchange.duration)
             line.put(json ? #"","http.method":""# : " http.method=")
-            guard line.putPlain(exchange.method, json: json) else { return false }
+            line.put(method)
             line.put(json ? #"","http.path":""# : " http.path=")
-            guard line.putPlain(exchange.path, json: json) else { return false }
+            line.put(path)
             line.put(json ? #"","http.request_id":""# : " http.request_id=")
-            guard line.putPlain(exchange.requestID, json: json) else { return false }
+            line.put(requestID)
             line.put(json ? #"","http.route":""# : " http.route=")
-            guard line.putPlain(route, json: json) else { return false }
+            line.put(route)
             line.put(json ? #"","http.status":""# : " http.status=")
             line.putDigits(exchange.status)
             if json {
@@ -200,8 +183,41 @@ public final class AccessLog: Sendable {
                 line.put("\n")
             }
             bytes.append(contentsOf: UnsafeBufferPointer(start: start, count: line.cursor - start))
-            return true
         }
+    }
+
+    /// A value of a request's line as the format writes it, without JSON's quotes: the string itself
+    /// when nothing in it needs escaping (`isPlain`), its escaped bytes otherwise.
+    private enum LineValue {
+        case plain(String)
+        case escaped([UInt8])
+
+        init(_ value: String, format: Format) {
+            if value.utf8AllSatisfy({ isPlain($0, format: format) }) {
+                self = .plain(value)
+                return
+            }
+            var out: [UInt8] = []
+            switch format {
+            case .text: text(value, into: &out)
+            case .json:
+                json(value, into: &out)
+                out = Array(out.dropFirst().dropLast())
+            }
+            self = .escaped(out)
+        }
+
+        var count: Int {
+            switch self {
+            case .plain(let value): value.utf8.count
+            case .escaped(let bytes): bytes.count
+            }
+        }
+    }
+
+    /// Whether `byte` is written as it is in a value of `format` (`text` and `json` escape the rest).
+    static func isPlain(_ byte: UInt8, format: Format) -> Bool {
+        byte >= 0x20 && byte < 0x7F && byte != 0x5C && (format == .text || byte != 0x22)
     }
 
     /// A cursor writing into memory its caller has reserved.
@@ -223,17 +239,15 @@ public final class AccessLog: Sendable {
             }
         }
 
-        /// `value`'s bytes, if none needs escaping in the format (what `text` and `json` write
-        /// unchanged); false otherwise.
-        mutating func putPlain(_ value: String, json: Bool) -> Bool {
-            var value = value
-            return value.withUTF8 { bytes in
-                for byte in bytes {
-                    guard byte >= 0x20, byte < 0x7F, byte != 0x5C, !(json && byte == 0x22) else { return false }
-                    cursor.pointee = byte
-                    cursor += 1
+        mutating func put(_ value: LineValue) {
+            switch value {
+            case .plain(var text):
+                text.withUTF8 { bytes in
+                    guard let base = bytes.baseAddress else { return }
+                    cursor.update(from: base, count: bytes.count)
+                    cursor += bytes.count
                 }
-                return true
+            case .escaped(let bytes): put(bytes)
             }
         }
 
@@ -250,7 +264,8 @@ public final class AccessLog: Sendable {
             cursor += digits
         }
 
-        /// As `appendMilliseconds` writes it.
+        /// Milliseconds with up to three decimals, as a Double of them prints (`1.544`, `12.0`), from
+        /// whole microseconds.
         mutating func putMilliseconds(_ duration: Duration) {
             let (seconds, attoseconds) = duration.components
             let microseconds = Int(max(seconds * 1_000_000 + attoseconds / 1_000_000_000_000, 0))
@@ -332,19 +347,17 @@ public final class AccessLog: Sendable {
     }
 
     static func appendMilliseconds(_ duration: Duration, to out: inout [UInt8]) {
-        let (seconds, attoseconds) = duration.components
-        let microseconds = max(seconds * 1_000_000 + attoseconds / 1_000_000_000_000, 0)
-        out.appendUTF8(String(microseconds / 1000))
-        out.append(0x2E)
-        let fraction = Int(microseconds % 1000)
-        out.append(UInt8(0x30 + fraction / 100))
-        if fraction % 100 != 0 { out.append(UInt8(0x30 + fraction / 10 % 10)) }
-        if fraction % 10 != 0 { out.append(UInt8(0x30 + fraction % 10)) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
+            guard let start = buffer.baseAddress else { return }
+            var digits = LineWriter(start)
+            digits.putMilliseconds(duration)
+            out.append(contentsOf: UnsafeBufferPointer(start: start, count: digits.cursor - start))
+        }
     }
 
     /// `value` as the text format writes a metadata value: controls and `\` escaped.
     static func text(_ value: String, into out: inout [UInt8]) {
-        if !out.appendUTF8(value, ifAll: { $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C }) {
+        if !out.appendUTF8(value, ifAll: { isPlain($0, format: .text) }) {
             out.appendUTF8(EscapingLogHandler.escaped(value))
         }
     }
@@ -352,7 +365,7 @@ public final class AccessLog: Sendable {
     /// `value` as a JSON string, quotes included.
     static func json(_ value: String, into out: inout [UInt8]) {
         out.append(0x22)
-        if out.appendUTF8(value, ifAll: { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x7F }) {
+        if out.appendUTF8(value, ifAll: { isPlain($0, format: .json) }) {
             out.append(0x22)
         } else {
             out.removeLast()
