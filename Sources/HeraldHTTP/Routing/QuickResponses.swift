@@ -26,9 +26,41 @@ struct QuickResponses {
         let response: OpaquePointer
         /// The `X-Request-ID` the response carries now (libmicrohttpd removes a field by its value).
         var requestID: String
+        /// libmicrohttpd's own copy of that value (`MHD_get_response_header`), its bytes and their count.
+        private var value: (bytes: UnsafeMutablePointer<CChar>, count: Int)?
 
-        init(response: OpaquePointer, requestID: String) { (self.response, self.requestID) = (response, requestID) }
+        init(response: OpaquePointer, requestID: String) {
+            (self.response, self.requestID) = (response, requestID)
+            value = Self.value(in: response, count: requestID.utf8.count)
+        }
+
         deinit { MHD_destroy_response(response) }
+
+        /// Makes the response carry `id`. An id as long as the one carried now (nearly always: made ids
+        /// grow a digit only at each power of 16) is written over it in libmicrohttpd's copy, which
+        /// that copy's owner, the response, keeps for as long as the field is not removed; another
+        /// replaces the field (a removal by value and an addition, three allocations and a free).
+        func carry(_ id: String) {
+            var id = id
+            let written = id.withUTF8 { bytes -> Bool in
+                guard let value, let base = bytes.baseAddress, bytes.count == value.count else { return false }
+                UnsafeMutableRawPointer(value.bytes).copyMemory(from: base, byteCount: bytes.count)
+                return true
+            }
+            if !written {
+                _ = requestID.withCString { old in MHD_del_response_header(response, "X-Request-ID", old) }
+                _ = id.withCString { MHD_add_response_header(response, "X-Request-ID", $0) }
+                value = Self.value(in: response, count: id.utf8.count)
+            }
+            requestID = id
+        }
+
+        /// The field's value as libmicrohttpd keeps it (a NUL-terminated copy of its own), if it is
+        /// `count` bytes long.
+        private static func value(in response: OpaquePointer, count: Int) -> (bytes: UnsafeMutablePointer<CChar>, count: Int)? {
+            guard let value = MHD_get_response_header(response, "X-Request-ID"), strlen(value) == count else { return nil }
+            return (UnsafeMutablePointer(mutating: value), count)
+        }
     }
 
     /// A class: a look at a slot copies one reference, not five.
@@ -54,11 +86,8 @@ struct QuickResponses {
         let index = Self.slot(entry: read.entry, parameter: read.parameter)
         if let slot = slots[index], slot.entry == read.entry, slot.eventID == read.eventID, slot.parameter == read.parameter,
            slot.etag == read.etag, Self.same(slot.body, read.body) {
-            let kept = slot.kept
-            _ = kept.requestID.withCString { old in MHD_del_response_header(kept.response, "X-Request-ID", old) }
-            _ = requestID.withCString { MHD_add_response_header(kept.response, "X-Request-ID", $0) }
-            kept.requestID = requestID
-            return kept.response
+            slot.kept.carry(requestID)
+            return slot.kept.response
         }
         slots[index] = nil
         guard let response = make(read) else { return nil }

@@ -25,22 +25,27 @@ extension HTTPServer {
             }
         }
         guard let contextPointer, let raw = contextPointer.pointee else { return }
-        Unmanaged<RequestContext>.fromOpaque(raw).release()
         contextPointer.pointee = nil
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+        // Kept for the next request on the request thread; at stop, libmicrohttpd may call this on
+        // the stopping one, which only frees it.
+        if let cls {
+            let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+            if server.requestThread.isCurrent { server.contexts.withValue { $0.give(context) } }
+        }
     }
 
     /// Runs first for every request, with the target as the client sent it: keeps a copy, and keeps
     /// libmicrohttpd from storing the query arguments (Herald parses them from the copy).
     static let targetCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { cls, uri, connection in
-        if let cls {
-            let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-            server.requestThread.adoptCurrentThread()
-            server.sendDeferredWakeup()
-            if let connection { server.connections.requestLine(connection) }
-        }
         let raw = uri.map { String(cString: $0) } ?? ""
         if let uri { cmhd_drop_query_arguments(uri) }
-        return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque()
+        guard let cls else { return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque() }
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        server.requestThread.adoptCurrentThread()
+        server.sendDeferredWakeup()
+        if let connection { server.connections.requestLine(connection) }
+        return Unmanaged.passRetained(server.contexts.withValue { $0.take(rawTarget: raw) }).toOpaque()
     }
 
     /// Each accepted socket, before it becomes a connection: an address past its rate of new

@@ -26,8 +26,9 @@ extension HTTPServer {
             let versionName = version.map { String(cString: $0) } ?? ""
             context.http11 = versionName == "HTTP/1.1"
             let arrival = connections.headReceived(connection)
-            let head = Self.values(connection, MHD_ValueKind.HEADER_KIND)
-            context.received = head
+            // Into the context's own array, which a kept context brings with its memory.
+            Self.values(connection, MHD_ValueKind.HEADER_KIND, into: &context.received)
+            let head = context.received
             context.id = requestIDs.id(for: Self.first("x-request-id", in: head))
             context.client = client(of: connection, peer: arrival?.address, context: context)
             // Its socket's options are as accepted (Nagle off, never corked) while nothing was answered on it.
@@ -170,10 +171,9 @@ extension HTTPServer {
         return fields
     }
 
-    /// Every key/value pair of one kind (headers, query arguments), in order.
-    private static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(name: String, value: String)] {
-        var pairs: [(name: String, value: String)] = []
-        pairs.reserveCapacity(8)
+    /// Every key/value pair of one kind (headers, query arguments), in order, added to `pairs`.
+    private static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, into pairs: inout [(name: String, value: String)]) {
+        if pairs.capacity == 0 { pairs.reserveCapacity(8) }
         withUnsafeMutablePointer(to: &pairs) { pointer in
             _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
                 guard let cls, let key else { return MHD_Result.YES }
@@ -182,6 +182,5 @@ extension HTTPServer {
                 return MHD_Result.YES
             }, pointer)
         }
-        return pairs
     }
 }

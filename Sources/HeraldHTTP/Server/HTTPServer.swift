@@ -27,6 +27,8 @@ public final class HTTPServer: Sendable {
     let quickResponses: ThreadBound<QuickResponses>
     /// How many of those responses were made (a read of a kept one makes none).
     let quickResponsesMade = Atomic<Int>(0)
+    /// Finished requests' contexts, kept for the next requests.
+    let contexts: ThreadBound<RequestContexts>
     let logger: Logger
     /// Told of every answer and stream (metrics, the access log); nil: nobody.
     let observer: (any HTTPObserver)?
@@ -68,6 +70,7 @@ public final class HTTPServer: Sendable {
         self.handler = handler
         requestHold = WakeHold(owner: requestThread)
         quickResponses = ThreadBound(QuickResponses(), owner: requestThread)
+        contexts = ThreadBound(RequestContexts(), owner: requestThread)
         streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
                                perClientLimit: configuration.streamsPerClient, observer: observer,
                                clock: configuration.streamClock, expiryWarning: configuration.expiryWarning,
