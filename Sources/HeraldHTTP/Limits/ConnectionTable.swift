@@ -25,9 +25,9 @@ final class ConnectionTable: Sendable {
         /// -1: a free place.
         var socket: Int32
         var address: String
-        var deadline: ContinuousClock.Instant?
+        var deadline: Moment?
         /// Since when the connection has had no request in progress; nil while it has one.
-        var idleSince: ContinuousClock.Instant?
+        var idleSince: Moment?
         /// Shut down already (past its deadline, or closed to make room): not again.
         var closing = false
         /// A request on it was answered: libmicrohttpd may have set its socket's options since.
@@ -75,7 +75,7 @@ final class ConnectionTable: Sendable {
     func held(by address: String) -> Int { state.withLock { $0.perAddress[address, default: 0] } }
 
     /// A connection was accepted: its first head is due within the timeout.
-    func started(_ connection: OpaquePointer, socket: Int32, address: String, at now: ContinuousClock.Instant = .now) {
+    func started(_ connection: OpaquePointer, socket: Int32, address: String, at now: Moment = .now) {
         let entry = Entry(socket: socket, address: address, deadline: now + timeout, idleSince: now)
         guard socket >= 0 else { return }
         let slot = Int(socket)
@@ -90,7 +90,7 @@ final class ConnectionTable: Sendable {
     }
 
     /// A request line arrived: on a kept-alive connection, its head is due within the timeout.
-    func requestLine(_ connection: OpaquePointer, at now: ContinuousClock.Instant = .now) {
+    func requestLine(_ connection: OpaquePointer, at now: Moment = .now) {
         let deadline = now + timeout
         update(connection) { entry in
             if entry.deadline.map({ $0 > deadline }) ?? true { entry.deadline = deadline }
@@ -100,7 +100,7 @@ final class ConnectionTable: Sendable {
 
     /// A request was answered: a kept-alive connection may wait `idle` for its next request line
     /// (nil: as long as it likes), however it trickles it.
-    func requestCompleted(_ connection: OpaquePointer, idle: Duration?, at now: ContinuousClock.Instant = .now) {
+    func requestCompleted(_ connection: OpaquePointer, idle: Duration?, at now: Moment = .now) {
         let deadline = idle.map { now + max($0, timeout) }
         update(connection) { entry in
             entry.deadline = deadline
@@ -124,7 +124,7 @@ final class ConnectionTable: Sendable {
 
     /// The head declared a body: it is due within `bodyTimeout` (a body sent a byte at a time would
     /// otherwise hold the connection, as a trickled head would).
-    func bodyDue(_ connection: OpaquePointer, at now: ContinuousClock.Instant = .now) {
+    func bodyDue(_ connection: OpaquePointer, at now: Moment = .now) {
         let deadline = now + bodyTimeout
         update(connection) { $0.deadline = deadline }
     }
@@ -136,7 +136,7 @@ final class ConnectionTable: Sendable {
     }
 
     /// Shuts down every connection past its deadline.
-    func sweep(at now: ContinuousClock.Instant = .now) {
+    func sweep(at now: Moment = .now) {
         state.withLock { state in
             for slot in state.entries.indices where state.entries[slot].socket >= 0 && !state.entries[slot].closing {
                 guard let deadline = state.entries[slot].deadline, deadline <= now else { continue }
@@ -150,10 +150,10 @@ final class ConnectionTable: Sendable {
     /// many. One that was accepted less than `grace` ago and has not spoken yet is spared: it may be
     /// the client the room is for.
     @discardableResult
-    func closeIdle(_ count: Int, grace: Duration = .seconds(1), at now: ContinuousClock.Instant = .now) -> Int {
+    func closeIdle(_ count: Int, grace: Duration = .seconds(1), at now: Moment = .now) -> Int {
         guard count > 0 else { return 0 }
         return state.withLock { state in
-            let idle = state.entries.indices.compactMap { slot -> (key: Int, since: ContinuousClock.Instant)? in
+            let idle = state.entries.indices.compactMap { slot -> (key: Int, since: Moment)? in
                 let entry = state.entries[slot]
                 guard entry.socket >= 0, !entry.closing, let since = entry.idleSince, since + grace <= now else { return nil }
                 return (slot, since)

@@ -61,7 +61,7 @@ extension HTTPServer {
     private func report(_ status: Int, method: String, context: RequestContext, isStream: Bool) {
         guard let observer else { return }
         observer.answered(Exchange(method: method, path: context.target?.path ?? Self.path(of: context.rawTarget), route: context.route,
-                                   status: status, duration: context.startedAt.duration(to: .now), requestID: context.id,
+                                   status: status, duration: context.startedAt.duration(to: Moment.now), requestID: context.id,
                                    client: context.client, isStream: isStream))
     }
 

@@ -15,15 +15,15 @@ extension HTTPServer {
         guard let raw = contextPointer.pointee else { return MHD_Result.NO }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
         // Read once, in the first call (a C string made a Swift one at every call).
-        let methodName = context.started ? context.method : (method.map { String(cString: $0) } ?? "")
+        let methodName = context.started ? context.method : Self.string(method, commonly: Self.commonMethods)
         if !context.started {
             // First call, head only. A response queued now, before libmicrohttpd has read the body,
             // ends the connection after it (no keep-alive), so only a refusal is answered now: its
             // connection closes, and no byte after the head is read.
             context.started = true
-            context.startedAt = .now
+            context.startedAt = Moment.now
             context.method = methodName
-            let versionName = version.map { String(cString: $0) } ?? ""
+            let versionName = Self.string(version, commonly: Self.commonVersions)
             context.http11 = versionName == "HTTP/1.1"
             let arrival = connections.headReceived(connection)
             // Into the context's own array, which a kept context brings with its memory.
@@ -144,6 +144,25 @@ extension HTTPServer {
         return clients.client(peer: peer, forwardedFor: context.head[values: .xForwardedFor])
     }
 
+    static let commonMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    static let commonVersions = ["HTTP/1.1", "HTTP/1.0"]
+
+    /// A C string as a Swift one: one of `common` when it is one (compared byte for byte, then shared:
+    /// no check of its UTF-8 and no copy), else made.
+    static func string(_ text: UnsafePointer<CChar>?, commonly common: [String]) -> String {
+        guard let text else { return "" }
+        for candidate in common {
+            var candidate = candidate
+            let same = candidate.withUTF8 { bytes in
+                // `strncmp` stops at `text`'s end: when the bytes match, `text` is at least as long.
+                guard let base = bytes.baseAddress else { return false }
+                return strncmp(text, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), bytes.count) == 0 && text[bytes.count] == 0
+            }
+            if same { return candidate }
+        }
+        return String(cString: text)
+    }
+
     /// The head's size as the limit counts it: each name and value, and four bytes for `: ` and CRLF.
     static func size(of received: [(name: String, value: String)]) -> Int {
         var size = 0
@@ -156,7 +175,11 @@ extension HTTPServer {
     static func first(_ name: StaticString, in received: [(name: String, value: String)]) -> String? {
         // By index: the fields are looked at where they are, not copied out (a retain and a release
         // of each string, for every field, at each of a request's four looks).
-        for index in received.indices where RequestGuard.equalsIgnoringCase(received[index].name, name) { return received[index].value }
+        // The lengths first, here: nearly every field differs from `name` in length.
+        for index in received.indices where received[index].name.utf8.count == name.utf8CodeUnitCount
+            && RequestGuard.equalsIgnoringCase(received[index].name, name) {
+            return received[index].value
+        }
         return nil
     }
 

@@ -70,7 +70,7 @@ final class RequestContext {
         pending = nil
     }
 
-    static let processStart = ContinuousClock.now
+    static let processStart = Moment.now
 
     /// The largest body memory a context keeps for the next request.
     static let keptBodyBytes = 16 * 1024
