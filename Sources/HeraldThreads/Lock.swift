@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 public import Glibc
 #endif
+import Synchronization
 
 /// A section of code that one thread at a time may run: a pthread mutex and nothing to guard but
 /// the running itself.
@@ -84,6 +85,8 @@ public final class Lock<Value>: @unchecked Sendable {
 public final class ReadWriteSection: @unchecked Sendable {
     // Unchecked: the lock is the synchronisation itself.
     @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
+    /// Writes begun and ended: odd while one is in progress.
+    private let writes = Atomic<UInt64>(0)
 
     public init() {
         lock = .allocate(capacity: 1)
@@ -109,7 +112,21 @@ public final class ReadWriteSection: @unchecked Sendable {
     @inlinable
     public func write<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_rwlock_wrlock(lock)
-        defer { pthread_rwlock_unlock(lock) }
+        countWrite()
+        defer {
+            countWrite()
+            pthread_rwlock_unlock(lock)
+        }
         return try body()
     }
+
+    /// A write begins or ends (`generation`). Ordered both ways: nothing the write does is seen
+    /// before its beginning is, nor its end before anything it did.
+    @usableFromInline func countWrite() { writes.add(1, ordering: .sequentiallyConsistent) }
+
+    /// How many writes began and ended, without waiting for the lock: odd while one is in progress,
+    /// and the same even number inside every read between two writes. A reader that kept what it
+    /// read with the number read inside, and finds the same number now, knows no write began since:
+    /// what it kept is what a read would find (`QuickResponses`).
+    public var generation: UInt64 { writes.load(ordering: .sequentiallyConsistent) }
 }

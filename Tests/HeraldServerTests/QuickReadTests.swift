@@ -74,6 +74,48 @@ import Testing
         #expect(line.map { $0.hasSuffix(" 3") } == true, "\(line ?? "no line")")
     }
 
+    /// A GET of a target a quick read answered, nothing changed since, is answered with that read's
+    /// response without reading again (`QuickResponses.lasting`). Any change, of any subject, makes the
+    /// next GET of each target read again; an auction whose countdown runs (its seconds go down
+    /// with time) is read every time.
+    @Test func aLastingAnswerIsGivenUntilAnythingChanges() throws {
+        let herald = try TestHerald(examples: true)
+        defer { herald.stop() }
+        let client = try herald.client()
+        func read(_ path: String) throws -> (json: [String: Any], lasting: Bool, eventID: String?) {
+            let before = herald.herald.lastingAnswerCount
+            let answer = try client.get(path)
+            #expect(answer.status == 200, "\(path)")
+            return (answer.json, herald.herald.lastingAnswerCount > before, answer.header("Herald-Event-ID"))
+        }
+        for path in ["/currency", "/units/scout", "/auctions/1"] {
+            let first = try read(path), second = try read(path)
+            #expect(!first.lasting && second.lasting, "\(path)")
+            #expect(first.eventID == second.eventID && first.json.keys.sorted() == second.json.keys.sorted(), "\(path)")
+        }
+        #expect(try client.put("/currency", #"{"default":"euro"}"#).status == 200)
+        let currency = try read("/currency")
+        #expect(!currency.lasting && currency.json["default"] as? String == "euro")
+        // The currency's change moved the state's generation: a unit is read again too.
+        let unit = try read("/units/scout")
+        #expect(!unit.lasting && unit.eventID == currency.eventID)
+        #expect(try read("/currency").lasting && read("/units/scout").lasting)
+        #expect(try client.put("/units/scout", #"{"name":"Scout","status":"dead"}"#).status == 200)
+        let dead = try read("/units/scout")
+        #expect(!dead.lasting && dead.json["status"] as? String == "dead")
+        #expect(try read("/units/scout").lasting)
+        #expect(try client.request("DELETE", "/units/scout").status == 204)
+        let lastingBefore = herald.herald.lastingAnswerCount
+        #expect(try client.get("/units/scout").status == 404)
+        #expect(herald.herald.lastingAnswerCount == lastingBefore)
+        // A bid starts the countdown: each read is made, and shows the bid.
+        #expect(try client.post("/auctions/1/bids", #"{"bidder":"ann","amount":500}"#).status == 201)
+        for _ in 0..<3 {
+            let auction = try read("/auctions/1")
+            #expect(!auction.lasting && auction.json["price"] as? Int == 500 && auction.json["remainingSeconds"] as? Int != nil)
+        }
+    }
+
     /// Reads `count` answers from a kept-alive connection: each a head and its `Content-Length` bytes.
     func answers(_ count: Int, from socket: Socket) throws -> [String] {
         var bytes: [UInt8] = []

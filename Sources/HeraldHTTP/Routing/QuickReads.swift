@@ -15,12 +15,15 @@ public struct QuickReads: Sendable {
         public let body: [UInt8]
         public let etag: String
         public let eventID: UInt64
+        /// The generation of the state read (`ReadWriteSection.generation`) when the answer stays the
+        /// same until that state changes (nothing in it changes with time); nil otherwise.
+        public let generation: UInt64?
         /// Which read answered, and its parameter: the subject, for `QuickResponses`.
         var entry = 0
         var parameter: String?
 
-        public init(route: String, body: [UInt8], etag: String, eventID: UInt64) {
-            (self.route, self.body, self.etag, self.eventID) = (route, body, etag, eventID)
+        public init(route: String, body: [UInt8], etag: String, eventID: UInt64, generation: UInt64? = nil) {
+            (self.route, self.body, self.etag, self.eventID, self.generation) = (route, body, etag, eventID, generation)
         }
     }
 
@@ -41,13 +44,19 @@ public struct QuickReads: Sendable {
     /// Fields every answer carries after `Herald-Event-ID`, before `X-Request-ID` (CORS's, for a
     /// request without `Origin`).
     let fields: [(name: String, value: String)]
+    /// The generation of the state the reads see now (`Answer.generation`); nil: answers are never
+    /// given again without a read.
+    let generation: (@Sendable () -> UInt64)?
 
     /// - Parameters:
     ///   - router: the router that answers everything else; a pattern it could give to another GET
     ///     route is left out (`Router.literals(shadowing:)`).
     ///   - reads: each pattern (one parameter at most) and how to read it.
-    public init(router: Router, fields: [(name: String, value: String)], reads: [(pattern: String, read: Read)]) {
+    ///   - generation: the generation of the state the reads see now (`Answer.generation`).
+    public init(router: Router, fields: [(name: String, value: String)], reads: [(pattern: String, read: Read)],
+                generation: (@Sendable () -> UInt64)? = nil) {
         self.fields = fields
+        self.generation = generation
         entries = reads.compactMap { pattern, read in
             guard let shadowed = router.literals(shadowing: pattern) else { return nil }
             let literals = Router.segments(pattern).map { segment -> String? in
@@ -59,8 +68,7 @@ public struct QuickReads: Sendable {
 
     /// The answer to a GET of `target` with `head`, or nil: the general path answers.
     func answer(_ target: RequestTarget, head: [(name: String, value: String)]) -> Answer? {
-        guard target.query.isEmpty, HTTPServer.first("origin", in: head) == nil, HTTPServer.first("if-none-match", in: head) == nil
-        else { return nil }
+        guard target.query.isEmpty, Self.mayAnswer(head) else { return nil }
         let parts = target.segments
         for (number, entry) in entries.enumerated() where entry.literals.count == parts.count {
             var fits = true
@@ -75,5 +83,11 @@ public struct QuickReads: Sendable {
             return answer
         }
         return nil
+    }
+
+    /// Whether nothing in the head could make the general path answer otherwise: no `Origin` (CORS
+    /// decides) and no `If-None-Match` (304).
+    static func mayAnswer(_ head: [(name: String, value: String)]) -> Bool {
+        HTTPServer.first("origin", in: head) == nil && HTTPServer.first("if-none-match", in: head) == nil
     }
 }

@@ -70,31 +70,76 @@ struct QuickResponses {
         let eventID: UInt64
         let etag: String
         let body: [UInt8]
+        let route: String
         let kept: Kept
 
-        init(entry: Int, parameter: String?, eventID: UInt64, etag: String, body: [UInt8], kept: Kept) {
-            (self.entry, self.parameter, self.eventID, self.etag, self.body, self.kept) = (entry, parameter, eventID, etag, body, kept)
+        init(_ read: QuickReads.Answer, kept: Kept) {
+            (entry, parameter, eventID, etag, body, route, self.kept) = (read.entry, read.parameter, read.eventID, read.etag, read.body, read.route, kept)
         }
     }
 
+    /// A response that stays right while the state's generation does (`QuickReads.Answer.generation`),
+    /// for a request target exactly as a client sent it.
+    final class Lasting {
+        let target: String
+        let generation: UInt64
+        let slot: Slot
+
+        init(target: String, generation: UInt64, slot: Slot) { (self.target, self.generation, self.slot) = (target, generation, slot) }
+    }
+
+    /// Targets longer than this are not kept as lasting.
+    static let longestTarget = 256
+
     private var slots = [Slot?](repeating: nil, count: slotCount)
+    /// By target, hashed as the subjects are: a read of one of them, the state unchanged since, is
+    /// answered without reading (`lasting(for:generation:requestID:)`).
+    private var lasting = [Lasting?](repeating: nil, count: slotCount)
+
+    /// The response kept for a GET of `target` while the state's generation is `generation`, carrying
+    /// `requestID`, with its route; nil when there is none (the read is made). A response is kept so
+    /// only for a target a quick read answered in this generation, with nothing in it that changes
+    /// with time; the caller has made every check of the request a quick read makes but the read.
+    mutating func lasting(for target: String, generation: UInt64, requestID: String) -> (response: OpaquePointer, route: String)? {
+        guard let lasting = lasting[Self.slot(target: target)], lasting.generation == generation,
+              lasting.target.utf8.elementsEqual(target.utf8) else { return nil }
+        lasting.slot.kept.carry(requestID)
+        return (lasting.slot.kept.response, lasting.slot.route)
+    }
 
     /// The response to `read` with `requestID`, kept or made; nil if libmicrohttpd cannot make one.
     /// `make` makes a response with every field but `X-Request-ID`.
-    mutating func response(for read: QuickReads.Answer, requestID: String, make: (QuickReads.Answer) -> OpaquePointer?) -> OpaquePointer? {
+    /// `target` is the request's target as sent: a read with a generation is kept for it as lasting.
+    mutating func response(for read: QuickReads.Answer, target: String, requestID: String,
+                           make: (QuickReads.Answer) -> OpaquePointer?) -> OpaquePointer? {
         guard read.body.count <= Self.largestBody else { return nil }
         let index = Self.slot(entry: read.entry, parameter: read.parameter)
-        if let slot = slots[index], slot.entry == read.entry, slot.eventID == read.eventID, slot.parameter == read.parameter,
-           slot.etag == read.etag, Self.same(slot.body, read.body) {
-            slot.kept.carry(requestID)
-            return slot.kept.response
+        let slot: Slot
+        if let kept = slots[index], kept.entry == read.entry, kept.eventID == read.eventID, kept.parameter == read.parameter,
+           kept.etag == read.etag, Self.same(kept.body, read.body) {
+            kept.kept.carry(requestID)
+            slot = kept
+        } else {
+            slots[index] = nil
+            guard let response = make(read) else { return nil }
+            _ = requestID.withCString { MHD_add_response_header(response, "X-Request-ID", $0) }
+            slot = Slot(read, kept: Kept(response: response, requestID: requestID))
+            slots[index] = slot
         }
-        slots[index] = nil
-        guard let response = make(read) else { return nil }
-        _ = requestID.withCString { MHD_add_response_header(response, "X-Request-ID", $0) }
-        slots[index] = Slot(entry: read.entry, parameter: read.parameter, eventID: read.eventID, etag: read.etag, body: read.body,
-                            kept: Kept(response: response, requestID: requestID))
-        return response
+        if let generation = read.generation, target.utf8.count <= Self.longestTarget {
+            lasting[Self.slot(target: target)] = Lasting(target: target, generation: generation, slot: slot)
+        }
+        return slot.kept.response
+    }
+
+    /// The lasting slot of a target: FNV-1a over its bytes.
+    private static func slot(target: String) -> Int {
+        var hash: UInt32 = 2_166_136_261
+        var target = target
+        target.withUTF8 { bytes in
+            for byte in bytes { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        }
+        return Int(hash % UInt32(slotCount))
     }
 
     /// The slot of a subject: FNV-1a over its read's number and its parameter's bytes.

@@ -35,7 +35,7 @@ extension HTTPServer {
                 context: RequestContext) -> MHD_Result {
         report(200, method: "GET", context: context, isStream: false)
         let kept = quickResponses.withValue { responses in
-            responses.response(for: read, requestID: context.id) { read in
+            responses.response(for: read, target: context.rawTarget, requestID: context.id) { read in
                 quickResponsesMade.add(1, ordering: .relaxed)
                 return Self.response(to: read, fields: fields)
             }
@@ -46,6 +46,18 @@ extension HTTPServer {
         let result = MHD_queue_response(connection, 200, response)
         MHD_destroy_response(response)
         return result
+    }
+
+    /// Queues the response a quick read of the same target gave in the state's present generation,
+    /// if there is one (`QuickResponses.lasting`): the read's answer, unread. The caller has checked
+    /// what `QuickReads.answer` checks of the head.
+    func answerLasting(_ generation: UInt64, on connection: OpaquePointer, context: RequestContext) -> MHD_Result? {
+        guard let (response, route) = quickResponses.withValue({ $0.lasting(for: context.rawTarget, generation: generation, requestID: context.id) })
+        else { return nil }
+        context.route = route
+        lastingAnswers.add(1, ordering: .relaxed)
+        report(200, method: "GET", context: context, isStream: false)
+        return MHD_queue_response(connection, 200, response)
     }
 
     /// libmicrohttpd's response to a quick read, with every field but `X-Request-ID`.

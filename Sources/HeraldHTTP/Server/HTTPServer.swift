@@ -27,6 +27,8 @@ public final class HTTPServer: Sendable {
     let quickResponses: ThreadBound<QuickResponses>
     /// How many of those responses were made (a read of a kept one makes none).
     let quickResponsesMade = Atomic<Int>(0)
+    /// How many quick reads were answered as lasting, without a read (`QuickResponses.lasting`).
+    let lastingAnswers = Atomic<Int>(0)
     /// Finished requests' contexts, kept for the next requests.
     let contexts: ThreadBound<RequestContexts>
     let logger: Logger
@@ -93,6 +95,10 @@ public final class HTTPServer: Sendable {
     /// How many libmicrohttpd responses quick reads made: one per version of a subject read, while
     /// its response stays kept (`QuickResponses`).
     public var quickResponseCount: Int { quickResponsesMade.load(ordering: .relaxed) }
+
+    /// How many quick reads were answered with the response of an earlier read of the same target,
+    /// the state unchanged since (`QuickResponses.lasting`).
+    public var lastingAnswerCount: Int { lastingAnswers.load(ordering: .relaxed) }
 
     /// Binds and starts serving.
     public func start() throws(HTTPServerError) {

@@ -16,6 +16,9 @@ extension Herald {
     /// How many answers quick reads made rather than sent again (one per version of a subject read).
     public var quickResponseCount: Int { server.quickResponseCount }
 
+    /// How many quick reads were answered with an earlier read's response, nothing changed since.
+    public var lastingAnswerCount: Int { server.lastingAnswerCount }
+
     /// The threads that fanned published events out to observers, by name, with their batch counts:
     /// only the stream engine's (`herald-streams`) when a publisher never waits for its observers.
     public var deliveringThreads: [String: Int] { hub.deliveringThreads }

@@ -121,7 +121,7 @@ public final class Herald: Sendable {
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, keyed: configuration.tokenKey != nil, router: router)
         let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog, accessLines: configuration.accessLines)
-        let quickReads = configuration.quickReads ? QuickReads(router: router, fields: cors.fieldsWithoutOrigin, reads: reads) : nil
+        let quickReads = configuration.quickReads ? QuickReads(router: router, fields: cors.fieldsWithoutOrigin, reads: reads) { [journal] in journal.generation } : nil
         server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry, quickReads: quickReads) { request in
             cors.respond(to: request)
         }

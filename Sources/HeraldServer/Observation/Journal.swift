@@ -96,6 +96,15 @@ final class Journal: ChangeSink {
         try visibility.read { (try read(), hub.lastEventId) }
     }
 
+    /// `reading`, with the generation of the state it read (`ReadWriteSection.generation`): the same
+    /// until the next batch becomes visible.
+    func readingGeneration<T>(_ read: () throws -> T) rethrows -> (value: T, eventID: UInt64, generation: UInt64) {
+        try visibility.read { (try read(), hub.lastEventId, visibility.generation) }
+    }
+
+    /// The generation of the state readers see now; odd while a batch is becoming visible.
+    var generation: UInt64 { visibility.generation }
+
     /// The last event id given out: after a change, the id of the last event it published, or the
     /// last before it when it published none. On the writer.
     var lastEventID: UInt64 { state.withValue { $0.sequence } }

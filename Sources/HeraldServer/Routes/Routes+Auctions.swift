@@ -28,7 +28,10 @@ extension Routes {
         }
         add(.get, "/auctions/events") { request in try events.streamCollection(request, AuctionHouse.collectionTopic) }
         read("/auctions/{id}", parameter: "id") { text throws(DomainError) in
-            encodings.encoded(try auctions.get(try Request.auctionID(text)), at: auctions.now)
+            let auction = try auctions.get(try Request.auctionID(text))
+            let (bytes, etag) = encodings.encoded(auction, at: auctions.now)
+            // Without a running countdown, nothing in the auction's JSON changes with time.
+            return (bytes, etag, !auction.countdown.isRunning)
         }
         read("/auctions/{id}/bids") { request in
             let paging = try Paging(request)

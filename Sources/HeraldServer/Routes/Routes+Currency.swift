@@ -5,7 +5,10 @@ import HeraldJSON
 
 extension Routes {
     mutating func addCurrency(_ currency: CurrencySetting, events: EventRoutes) {
-        read("/currency", parameter: nil) { _ throws(DomainError) in CurrencyEncodings.encoded(currency.value) }
+        read("/currency", parameter: nil) { _ throws(DomainError) in
+            let (bytes, etag) = CurrencyEncodings.encoded(currency.value)
+            return (bytes, etag, true)
+        }
         write(.put, "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())
             let conditions = Preconditions(request)

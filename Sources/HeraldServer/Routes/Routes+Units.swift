@@ -15,7 +15,10 @@ extension Routes {
             return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
         add(.get, "/units/events") { request in try events.streamCollection(request, UnitStore.collectionTopic) }
-        read("/units/{id}", parameter: "id") { id throws(DomainError) in encodings.encoded(try units.get(id)) }
+        read("/units/{id}", parameter: "id") { id throws(DomainError) in
+            let (bytes, etag) = encodings.encoded(try units.get(id))
+            return (bytes, etag, true)
+        }
         // `If-Match` and `If-None-Match` are checked on the writer, against the unit as the change sees
         // it: of two changes racing with one version (on one Herald or on replicas), one is made.
         write(.put, "/units/{id}", topic: "units/{id}") { request, _ in

@@ -107,19 +107,21 @@ struct Routes {
 
     /// A read of a subject kept encoded: the route, and the same read for `QuickReads`, so that both
     /// answer from one function. `kept` gives the subject's JSON and entity tag for the value of the
-    /// pattern's parameter (`name`; "" without one), or throws (a 404 on the general path, which a
-    /// quick read leaves to it).
+    /// pattern's parameter (`name`; "" without one), and whether they stay so until the subject
+    /// changes (`lasting`: no time in them), or throws (a 404 on the general path, which a quick read
+    /// leaves to it).
     mutating func read(_ pattern: String, parameter name: String?,
-                       kept: @escaping @Sendable (String) throws(DomainError) -> (bytes: [UInt8], etag: String)) {
+                       kept: @escaping @Sendable (String) throws(DomainError) -> (bytes: [UInt8], etag: String, lasting: Bool)) {
         read(pattern) { request in
-            let (bytes, etag) = try kept(name.map(request.parameter) ?? "")
+            let (bytes, etag, _) = try kept(name.map(request.parameter) ?? "")
             return .json(bytes: bytes, etag: etag)
         }
         let journal = journal
         quickReads.append((pattern, { parameter in
-            let (read, eventID) = journal.reading { try? kept(parameter ?? "") }
+            let (read, eventID, generation) = journal.readingGeneration { try? kept(parameter ?? "") }
             guard let read else { return nil }
-            return QuickReads.Answer(route: pattern, body: read.bytes, etag: read.etag, eventID: eventID)
+            return QuickReads.Answer(route: pattern, body: read.bytes, etag: read.etag, eventID: eventID,
+                                     generation: read.lasting ? generation : nil)
         }))
     }
 
