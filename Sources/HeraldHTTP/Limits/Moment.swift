@@ -1,17 +1,17 @@
 import Glibc
 
-/// A reading of the monotonic clock, in nanoseconds: what the request path and the connection table
+/// A reading of the continuous clock, in nanoseconds: what the request path and the connection table
 /// keep of time. `ContinuousClock.Instant` belongs to a library built for evolution, so each reading,
 /// copy and sum of one is a call through its type's witnesses (about 100 instructions a reading and 40
 /// a copy); a request took four readings. This one is an integer.
 struct Moment: Comparable, Sendable {
     let nanoseconds: Int64
 
-    /// `CLOCK_MONOTONIC` now (as `ContinuousClock` reads `CLOCK_BOOTTIME`: the two differ only by time
-    /// spent suspended, which a server's deadlines need not count).
+    /// Now, from `CLOCK_BOOTTIME`: the clock `ContinuousClock` reads on Linux, so a `Moment` and an
+    /// `Instant` advance alike (`MomentTests`).
     static var now: Moment {
         var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
+        clock_gettime(CLOCK_BOOTTIME, &time)
         return Moment(nanoseconds: Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec))
     }
 
