@@ -38,8 +38,10 @@ struct QuickResponses {
 
         /// Makes the response carry `id`. An id as long as the one carried now (nearly always: made ids
         /// grow a digit only at each power of 16) is written over it in libmicrohttpd's copy, which
-        /// that copy's owner, the response, keeps for as long as the field is not removed; another
-        /// replaces the field (a removal by value and an addition, three allocations and a free).
+        /// the response owns for as long as the field is not removed (response.c: a `strdup` in
+        /// 0.9.75's `add_response_entry`, a `malloc`ed copy with its length in 1.0.1's
+        /// `add_response_entry_n`); another replaces the field (a removal by value and an addition,
+        /// three allocations and a free).
         func carry(_ id: String) {
             var id = id
             let written = id.withUTF8 { bytes -> Bool in
