@@ -135,47 +135,38 @@ struct QuickResponses {
     }
 
     /// The lasting slot of a target: FNV-1a over its bytes.
-    private static func slot(target: String) -> Int {
-        var hash: UInt32 = 2_166_136_261
-        var target = target
-        target.withUTF8 { bytes in
-            for byte in bytes { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        }
-        return Int(hash % UInt32(slotCount))
-    }
+    private static func slot(target: String) -> Int { Int(fnv1a(target, from: 2_166_136_261) % UInt32(slotCount)) }
 
     /// The slot of a subject: FNV-1a over its read's number and its parameter's bytes.
     private static func slot(entry: Int, parameter: String?) -> Int {
-        var hash: UInt32 = 2_166_136_261 ^ UInt32(truncatingIfNeeded: entry)
-        hash = hash &* 16_777_619
-        if var parameter {
-            parameter.withUTF8 { bytes in
-                for byte in bytes { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-            }
+        let hash = (2_166_136_261 ^ UInt32(truncatingIfNeeded: entry)) &* 16_777_619
+        return Int((parameter.map { fnv1a($0, from: hash) } ?? hash) % UInt32(slotCount))
+    }
+
+    /// FNV-1a of `text`'s bytes, going on from `hash`.
+    private static func fnv1a(_ text: String, from hash: UInt32) -> UInt32 {
+        var (text, hash) = (text, hash)
+        text.withUTF8 { bytes in
+            for byte in bytes { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
         }
-        return Int(hash % UInt32(slotCount))
+        return hash
     }
 
     /// Whether two strings are the same bytes (`==` would also take canonically equivalent ones; a
     /// comparison of the views' elements cost 80 instructions a byte).
     private static func sameBytes(_ a: String, _ b: String) -> Bool {
         var (a, b) = (a, b)
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                guard x.count == y.count, let p = x.baseAddress, let q = y.baseAddress else { return x.count == y.count }
-                return memcmp(p, q, x.count) == 0
-            }
-        }
+        return a.withUTF8 { x in b.withUTF8 { y in equal(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y)) } }
     }
 
     /// Whether two bodies hold the same bytes (the same storage, mostly: the subject's kept encoding).
     private static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { a in
-            b.withUnsafeBytes { b in
-                guard let x = a.baseAddress, let y = b.baseAddress, x != y else { return true }
-                return memcmp(x, y, a.count) == 0
-            }
-        }
+        a.withUnsafeBytes { a in b.withUnsafeBytes { b in equal(a, b) } }
+    }
+
+    private static func equal(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Bool {
+        guard x.count == y.count else { return false }
+        guard let p = x.baseAddress, let q = y.baseAddress, p != q else { return true }
+        return memcmp(p, q, x.count) == 0
     }
 }

@@ -93,7 +93,8 @@ final class Journal: ChangeSink {
     /// Runs `read` (a read of state, on any thread) and gives the id of the last event what it read
     /// reflects.
     func reading<T>(_ read: () throws -> T) rethrows -> (value: T, eventID: UInt64) {
-        try visibility.read { (try read(), hub.lastEventId) }
+        let (value, eventID, _) = try readingGeneration(read)
+        return (value, eventID)
     }
 
     /// `reading`, with the generation of the state it read (`ReadWriteSection.generation`): the same
