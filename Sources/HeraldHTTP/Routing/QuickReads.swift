@@ -66,9 +66,10 @@ public struct QuickReads: Sendable {
         }
     }
 
-    /// The answer to a GET of `target` with `head`, or nil: the general path answers.
-    func answer(_ target: RequestTarget, head: [(name: String, value: String)]) -> Answer? {
-        guard target.query.isEmpty, Self.mayAnswer(head) else { return nil }
+    /// The answer to a GET of `target`, or nil: the general path answers. The caller has checked the
+    /// head (`mayAnswer`).
+    func answer(_ target: RequestTarget) -> Answer? {
+        guard target.query.isEmpty else { return nil }
         let parts = target.segments
         for (number, entry) in entries.enumerated() where entry.literals.count == parts.count {
             var fits = true

@@ -106,15 +106,15 @@ extension HTTPServer {
         }
         if context.tooLarge { return answer(tooLarge(), on: connection, method: methodName, context: context) }
         guard let target = context.target else { return MHD_Result.NO }
-        if let quickReads, methodName == "GET" {
+        if let quickReads, methodName == "GET", QuickReads.mayAnswer(context.received) {
             // A target read before in this generation of the state (even: no change is becoming
             // visible) is answered as it was then, without reading again.
-            if let generation = quickReads.generation?(), generation & 1 == 0, QuickReads.mayAnswer(context.received),
+            if let generation = quickReads.generation?(), generation & 1 == 0,
                let result = answerLasting(generation, on: connection, context: context) {
                 quickAnswers.add(1, ordering: .relaxed)
                 return result
             }
-            if let read = quickReads.answer(target, head: context.received) {
+            if let read = quickReads.answer(target) {
                 context.route = read.route
                 quickAnswers.add(1, ordering: .relaxed)
                 return answer(read, fields: quickReads.fields, on: connection, context: context)
