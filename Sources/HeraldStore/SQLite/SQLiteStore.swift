@@ -249,7 +249,8 @@ public final class SQLiteStore: Store {
                     try insert.bind(2, event.topic)
                     try insert.bind(3, event.name)
                     try insert.bind(4, event.data)
-                    try insert.bindText(5, Self.tagsText(event.tags))
+                    Self.tagsText(event.tags, into: &connection.scratch)
+                    try insert.bindText(5, connection.scratch)
                     try insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
                     // In a batch, the sequence is written once, when the batch commits.
@@ -394,13 +395,20 @@ public final class SQLiteStore: Store {
     /// An event's tags as both stores keep them and `tags(from:)` reads them: a JSON array of strings,
     /// written without making a `JSONValue`.
     static func tagsText(_ tags: [String]) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "[")]
+        var out: [UInt8] = []
+        tagsText(tags, into: &out)
+        return out
+    }
+
+    /// The tags' text written over `out`, which keeps its storage from one event to the next.
+    static func tagsText(_ tags: [String], into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        out.append(UInt8(ascii: "["))
         for tag in tags {
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
             JSONValue.writeString(tag, to: &out)
         }
         out.append(UInt8(ascii: "]"))
-        return out
     }
 
     /// A stored event's tags: a JSON array of strings, so any tag (one with a newline too) reads back as

@@ -8,8 +8,8 @@ final class Statement {
     /// Each parameter's text or blob, copied into a buffer the statement owns and bound in place: SQLite
     /// would otherwise copy it into memory of its own at every bind (an allocation and a free each).
     /// A buffer lives as long as the statement and is overwritten by its parameter's next bind, which
-    /// always comes before the next step.
-    private var buffers: [UnsafeMutableRawBufferPointer] = []
+    /// always comes before the next step. Only the thread holding the connection's lock touches them.
+    @exclusivity(unchecked) private var buffers: [UnsafeMutableRawBufferPointer] = []
 
     init(raw: OpaquePointer, connection: Connection) {
         self.raw = raw
