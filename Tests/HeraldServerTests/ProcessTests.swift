@@ -81,6 +81,26 @@ import Testing
         #expect(Date().timeIntervalSince(start) < 30)
     }
 
+    /// Every thread is one of Herald's own, named (docs/ARCHITECTURE.md, "The threads"): no dispatch
+    /// queue's worker, which a dispatch timer (presence's second, once) would start. Presence ticks
+    /// from the start; the wait lets it tick twice, with a stream and a store open.
+    @Test func everyThreadIsOneOfHeraldsOwn() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-threads-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let herald = try HeraldProcess(arguments: HeraldProcess.unlimited, dataDirectory: directory)
+        let stream = try SSEClient(port: herald.port, path: "/currency/events")
+        _ = try stream.next()
+        #expect(try HTTPClient(port: herald.port).put("/currency", #"{"default":"euro"}"#).status == 200)
+        Thread.sleep(forTimeInterval: 2.5)
+        let tasks = "/proc/\(herald.process.processIdentifier)/task"
+        let names = try FileManager.default.contentsOfDirectory(atPath: tasks).compactMap { task in
+            try? String(contentsOfFile: "\(tasks)/\(task)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(names.contains("herald-timers"), "presence ticks on the timers' thread: \(names)")
+        let strangers = names.filter { !($0 == "herald" || $0.hasPrefix("herald-") || $0.hasPrefix("MHD-")) }
+        #expect(strangers.isEmpty, "threads that are not Herald's: \(strangers) of \(names)")
+    }
+
     @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
         let herald = try HeraldProcess(arguments: HeraldProcess.unlimited)
         let stream = try SSEClient(port: herald.port, path: "/currency/events")

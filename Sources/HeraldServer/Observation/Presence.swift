@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import HeraldCore
 import HeraldDomain
@@ -64,7 +63,10 @@ final class Presence: Sendable {
     let userLimit: Int
     /// Other replicas take this one's changes (`takeChanged`).
     let exchanged: Bool
-    private let timer = Lock<(any DispatchSourceTimer)?>(nil)
+    /// The next tick's timer, on the process's timer thread (`herald-timers`); nil and stopped after `stop`.
+    private let ticks = Lock<(timer: (any TimerHandle)?, stopped: Bool)>((nil, false))
+    /// Ticks follow the wall clock, whatever clock the domain reads (tests move theirs by hand).
+    private let ticker = SystemClock()
 
     init(hub: Hub, clock: any DomainClock, grace: TimeInterval, userLimit: Int, exchanged: Bool = false) {
         (self.hub, self.clock, self.grace, self.userLimit, self.exchanged) = (hub, clock, grace, userLimit, exchanged)
@@ -297,22 +299,32 @@ final class Presence: Sendable {
         }
     }
 
-    /// Ticks once a second until `stop`.
-    func start(every interval: DispatchTimeInterval = .seconds(1), also: (@Sendable () -> Void)? = nil) {
-        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "herald.presence"))
-        source.schedule(deadline: .now() + interval, repeating: interval)
-        source.setEventHandler { [weak self] in
-            self?.tick()
+    /// Ticks once a second until `stop`, on the timer thread every clock shares, not on a thread of
+    /// its own: each tick schedules the next.
+    func start(every interval: TimeInterval = 1, also: (@Sendable () -> Void)? = nil) {
+        scheduleTick(every: interval, also: also)
+    }
+
+    private func scheduleTick(every interval: TimeInterval, also: (@Sendable () -> Void)?) {
+        let timer = ticker.schedule(at: ticker.now.addingTimeInterval(interval)) { [weak self] in
+            guard let self else { return }
+            tick()
             also?()
+            scheduleTick(every: interval, also: also)
         }
-        timer.withLock { $0 = source }
-        source.resume()
+        let stopped = ticks.withLock { ticks in
+            if !ticks.stopped { ticks.timer = timer }
+            return ticks.stopped
+        }
+        // Stopped while this tick ran: the next one never comes.
+        if stopped { timer.cancel() }
     }
 
     func stop() {
-        timer.withLock { timer in
-            timer?.cancel()
-            timer = nil
-        }
+        ticks.withLock { ticks in
+            ticks.stopped = true
+            defer { ticks.timer = nil }
+            return ticks.timer
+        }?.cancel()
     }
 }

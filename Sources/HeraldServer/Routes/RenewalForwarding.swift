@@ -1,6 +1,6 @@
-import Dispatch
 import Foundation
 import HTTPTypes
+import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
 import HeraldStore
@@ -22,7 +22,9 @@ final class RenewalForwarding: Sendable {
     }
 
     /// How long a forwarded renewal waits for the replica that holds the stream.
-    static let wait: DispatchTimeInterval = .seconds(2)
+    static let wait: TimeInterval = 2
+    /// Its wait runs out on the timer thread every clock shares (`herald-timers`).
+    private let clock = SystemClock()
 
     init(listener: PostgresListener, access: Access, leases: StreamLeases) {
         (self.listener, self.access, self.leases) = (listener, access, leases)
@@ -39,7 +41,7 @@ final class RenewalForwarding: Sendable {
             return
         }
         waiting.withLock { $0[reply] = Waiter(answer: answer) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.wait) { [weak self] in
+        _ = clock.schedule(at: clock.now.addingTimeInterval(Self.wait)) { [weak self] in
             guard let waiter = self?.waiting.withLock({ $0.removeValue(forKey: reply) }) else { return }
             waiter.answer(Problem(status: .notFound, detail: "no Herald holds an open stream '\(RequestGuard.printable(id))': it ended").response)
         }
