@@ -515,10 +515,18 @@ public final class Hub: Sendable {
             }
             // Added topics with state start from a snapshot: their events before it are in it.
             let fresh = Set(added.filter { observer.interests.contains($0) && (state.subjects[$0]?.value != nil || state.subjects[$0]?.collection != nil) })
+            // Room for a replay of a few hundred events at once, without reserving the whole history for
+            // an observer that gets little of it.
+            events.reserveCapacity(min(state.history.count - low, 256))
             var offset = low
             while offset < state.history.count {
                 let event = state.history[offset]
                 offset += 1
+                if fresh.isEmpty, observer.filter == nil, observer.interests.contains(event.topic) {
+                    // The event itself, as `view(of:)` gives it, without taking it a second time.
+                    events.append(event)
+                    continue
+                }
                 guard let view = observer.view(of: event) else { continue }
                 if !fresh.isEmpty {
                     // The view comes through the event's own topic when watched, else through its collection.

@@ -88,6 +88,7 @@ final class Observer: Sendable {
     /// events up to `order` are skipped, as the first events cover them.
     func enqueueInitial(_ events: [Event], coveringUpTo order: UInt64) {
         state.withLock { state in
+            state.queue.reserveCapacity(state.queue.count + events.count)
             for event in events { state.queue.append(event) }
             state.lastQueued = max(state.lastQueued, order, events.last?.order ?? 0)
             state.initial += events.count

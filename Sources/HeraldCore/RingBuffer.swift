@@ -10,17 +10,30 @@ struct RingBuffer<Element> {
 
     var isEmpty: Bool { count == 0 }
 
+    /// The slot of the element `offset` places from the front (`offset` < the capacity): a subtraction,
+    /// not a division, on every append and removal.
+    private func slot(_ offset: Int) -> Int {
+        let slot = head + offset
+        return slot >= storage.count ? slot - storage.count : slot
+    }
+
     mutating func append(_ element: Element) {
-        if count == storage.count { grow() }
-        storage[(head + count) % storage.count] = element
+        if count == storage.count { grow(to: Swift.max(8, storage.count * 2)) }
+        storage[slot(count)] = element
         count += 1
+    }
+
+    /// Room for `capacity` elements in all, so that appending up to it moves nothing (a replay's
+    /// events queued at once).
+    mutating func reserveCapacity(_ capacity: Int) {
+        if capacity > storage.count { grow(to: capacity) }
     }
 
     mutating func removeFirst() -> Element? {
         guard count > 0 else { return nil }
-        let element = storage[head]
-        storage[head] = nil
-        head = (head + 1) % storage.count
+        // Moved out of its slot, not copied and then cleared.
+        let element = storage[head].take()
+        head = slot(1)
         count -= 1
         return element
     }
@@ -29,7 +42,7 @@ struct RingBuffer<Element> {
     subscript(offset: Int) -> Element {
         precondition(offset >= 0 && offset < count, "ring buffer offset out of range")
         // Every slot inside `count` holds a value.
-        return storage[(head + offset) % storage.count].unsafelyUnwrapped
+        return storage[slot(offset)].unsafelyUnwrapped
     }
 
     var first: Element? { count > 0 ? self[0] : nil }
@@ -40,10 +53,10 @@ struct RingBuffer<Element> {
         count = 0
     }
 
-    private mutating func grow() {
-        let newCapacity = Swift.max(8, storage.count * 2)
-        var newStorage = [Element?](repeating: nil, count: newCapacity)
-        for offset in 0..<count { newStorage[offset] = storage[(head + offset) % storage.count] }
+    /// Moves the elements, in order, to the front of new storage of `capacity` slots.
+    private mutating func grow(to capacity: Int) {
+        var newStorage = [Element?](repeating: nil, count: capacity)
+        for offset in 0..<count { newStorage[offset] = storage[slot(offset)].take() }
         storage = newStorage
         head = 0
     }
