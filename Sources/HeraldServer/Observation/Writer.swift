@@ -22,6 +22,9 @@ final class Writer: Sendable {
 
     private struct State {
         var queue: [Command] = []
+        /// The last batch's array, emptied, to be the queue again (`takeQueue`), and its answers'.
+        var spareQueue: [Command] = []
+        var spareAnswers: [@Sendable (DomainError?) -> Void] = []
         var started = false
         var stopped = false
     }
@@ -190,14 +193,23 @@ final class Writer: Sendable {
                 wake.wait()
                 continue
             }
-            runBatch {
-                state.withLock { state in
-                    defer { state.queue = [] }
-                    return state.queue
-                }
-            }
+            runBatch { takeQueue() }
         }
         finished.signal()
+    }
+
+    /// The most changes a batch's arrays keep room for from one batch to the next.
+    static let keptCapacity = 1024
+
+    /// The changes queued, leaving the queue empty with the storage of the last batch's: grown anew for
+    /// every batch, it made allocations of a kilobyte and more in a batch of a dozen changes.
+    private func takeQueue() -> [Command] {
+        state.withLock { state in
+            var taken = state.spareQueue
+            state.spareQueue = []
+            swap(&taken, &state.queue)
+            return taken
+        }
     }
 
     /// Begins a batch, then takes its changes (`take`): while the batch waits for a shared store's write
@@ -206,12 +218,25 @@ final class Writer: Sendable {
     private func runBatch(taking take: () -> [Command]) {
         let steps = steps.withLock { $0 }
         let refusal = steps.prepare()
-        let batch = take()
+        var batch = take()
+        var answers = state.withLock { state in
+            defer { state.spareAnswers = [] }
+            return state.spareAnswers
+        }
+        defer {
+            // Emptied, both arrays serve the next batch (up to `keptCapacity`: a burst's are let go).
+            batch.removeAll(keepingCapacity: true)
+            answers.removeAll(keepingCapacity: true)
+            state.withLock { state in
+                if batch.capacity <= Self.keptCapacity, state.spareQueue.capacity < batch.capacity { swap(&state.spareQueue, &batch) }
+                if answers.capacity <= Self.keptCapacity, state.spareAnswers.capacity < answers.capacity { swap(&state.spareAnswers, &answers) }
+            }
+        }
         if let refusal {
             for command in batch { command.refuse(refusal) }
             return
         }
-        let answers = batch.map { $0.run() }
+        for command in batch { answers.append(command.run()) }
         let hooks = around.withLock { $0 }
         hooks?.before()
         let finishing = ContinuousClock.now
