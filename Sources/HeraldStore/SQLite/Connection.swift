@@ -71,7 +71,7 @@ final class Connection {
 
     /// A prepared statement, cached by where its SQL, a literal, lies in the program: hashing the text
     /// at each lookup cost more than the statement's bindings (6,000 instructions of a stored `PUT`), and
-    /// hashing its address in a dictionary about 450 instructions, against a few dozen for the search.
+    /// a dictionary keyed by its address cost about 450 a lookup, the search 240 (reset included).
     func statement(_ sql: StaticString) throws(StoreError) -> Statement {
         let key = UInt(bitPattern: sql.utf8Start)
         if let index = statementKeys.firstIndex(of: key) {
