@@ -9,7 +9,7 @@ final class Connection {
     @exclusivity(unchecked) private var statementKeys: [UInt] = []
     @exclusivity(unchecked) private var statements: [Statement] = []
     /// A stored event's tags as text, written here for each insert instead of into a new array.
-    @exclusivity(unchecked) var scratch: [UInt8] = []
+    @exclusivity(unchecked) var tagsBuffer: [UInt8] = []
     /// Pages in the write-ahead log after this connection's last commit, once `countLogPages()` is called.
     private let logPages = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
 

@@ -249,8 +249,8 @@ public final class SQLiteStore: Store {
                     try insert.bind(2, event.topic)
                     try insert.bind(3, event.name)
                     try insert.bind(4, event.data)
-                    Self.tagsText(event.tags, into: &connection.scratch)
-                    try insert.bindText(5, connection.scratch)
+                    Self.tagsText(event.tags, into: &connection.tagsBuffer)
+                    try insert.bindText(5, connection.tagsBuffer)
                     try insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
                     // In a batch, the sequence is written once, when the batch commits.
