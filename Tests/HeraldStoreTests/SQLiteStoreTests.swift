@@ -175,6 +175,29 @@ import Testing
         #expect(state.lastSequence == 4)
     }
 
+    /// Within a batch a record is written, deleted and written again in the order its changes came: the
+    /// later write wins, and a deletion undoes the earlier.
+    @Test func aRecordChangedSeveralTimesInABatchEndsAsItsLastChange() throws {
+        let dir = directory()
+        defer { removeTemporaryDirectory(dir) }
+        func put(_ id: String, _ value: Int) -> RecordChange { RecordChange(kind: "unit", id: id, document: Array("{\"v\":\(value)}".utf8)) }
+        func delete(_ id: String) -> RecordChange { RecordChange(kind: "unit", id: id, document: nil) }
+        do {
+            let store = try SQLiteStore(directory: dir)
+            try store.beginBatch()
+            try store.commit(event: event(1), records: [put("a", 1), put("b", 1), put("c", 1)])
+            try store.commit(event: event(2), records: [put("a", 2)])
+            try store.commit(event: event(3), records: [delete("b")])
+            try store.commit(event: event(4), records: [put("c", 2), delete("c")])
+            try store.commit(event: event(5), records: [put("a", 3), delete("d"), put("d", 1)])
+            try store.commitBatch()
+        }
+        let state = try SQLiteStore(directory: dir).load(eventLimit: 10)
+        let records = (state.records["unit"] ?? []).map { "\($0.0)=\(String(decoding: $0.1, as: UTF8.self))" }
+        #expect(records == [#"a={"v":3}"#, #"d={"v":1}"#])
+        #expect(state.events.map(\.id) == [1, 2, 3, 4, 5])
+    }
+
     /// SQLite's checkpoint does not run inside a commit: once the log holds 1,000 pages, tidying after a
     /// batch asks the checkpointer's thread for it, and the database file takes the log's pages then.
     @Test func theCheckpointRunsOnItsOwnThreadOnceTheLogHoldsAThousandPages() throws {

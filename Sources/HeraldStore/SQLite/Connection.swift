@@ -108,8 +108,6 @@ final class Connection {
 
     /// Whether a batch transaction is open (`beginBatch`): then each `transaction` is one change of it.
     private(set) var inBatch = false
-    /// The sequence the batch's events reached: written to `meta` once, when the batch commits.
-    var batchSequence: UInt64?
     /// The batch's changes that were written, in order: run again when a later one fails (see `transaction`).
     private var batchWrites: [() throws(StoreError) -> Void] = []
     /// Why the batch can no longer commit: what was written of it could not be written again.
@@ -165,9 +163,9 @@ final class Connection {
         batchLost = nil
     }
 
-    /// Records `sequence` as the last event id given out.
-    func writeSequence(_ sequence: UInt64) throws(StoreError) {
-        let update = try statement("UPDATE meta SET value = ? WHERE key = 'sequence'")
+    /// Records `sequence` as the lowest the sequence can be, whatever events are left (`SQLiteStore.prune`).
+    func raiseSequence(to sequence: UInt64) throws(StoreError) {
+        let update = try statement("UPDATE meta SET value = max(value, ?) WHERE key = 'sequence'")
         try update.bind(1, Int64(sequence))
         try update.run()
     }
@@ -183,14 +181,12 @@ final class Connection {
     /// Commits the batch's transaction; if that fails, rolls all of it back and throws.
     func commitBatch() throws(StoreError) {
         guard inBatch else { return }
-        let sequence = batchSequence
         endBatch()
         if let batchLost {
             self.batchLost = nil
             throw batchLost
         }
         do {
-            if let sequence { try writeSequence(sequence) }
             try statement("COMMIT").run()
         } catch {
             try? execute("ROLLBACK")
@@ -200,7 +196,6 @@ final class Connection {
 
     private func endBatch() {
         inBatch = false
-        batchSequence = nil
         batchWrites.removeAll(keepingCapacity: true)
     }
 }

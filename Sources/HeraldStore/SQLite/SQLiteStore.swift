@@ -202,7 +202,10 @@ public final class SQLiteStore: Store {
     public func load(eventLimit: Int) throws(StoreError) -> StoredState {
         try connection.withLock { connection throws(StoreError) in
             var state = StoredState()
-            state.lastSequence = UInt64(try connection.text("SELECT value FROM meta WHERE key = 'sequence'").flatMap { UInt64($0) } ?? 0)
+            // The newest event's id, or the floor `prune` wrote before deleting the newest.
+            state.lastSequence = UInt64(try connection.text("""
+                SELECT max(coalesce((SELECT value FROM meta WHERE key = 'sequence'), 0), coalesce((SELECT max(id) FROM events), 0))
+                """).flatMap { UInt64($0) } ?? 0)
             let records = try connection.statement("SELECT kind, id, document FROM records ORDER BY kind, id")
             while try records.step() {
                 state.records[records.text(0) ?? "", default: []].append((records.text(1) ?? "", records.blob(2)))
@@ -238,8 +241,10 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Commits one mutation: its event (if any, advancing the sequence to its id), its records, and
-    /// an auction's fields with the bid it added (one UPDATE and one INSERT, whatever the bids before).
+    /// Commits one mutation: its event (if any), its records, and an auction's fields with the bid it
+    /// added (one UPDATE and one INSERT, whatever the bids before). The event's id is the sequence: `load` takes the newest stored, so a commit
+    /// writes no counter of its own (which cost a batch one page more in the log, a quarter of its
+    /// pages), and `prune` writes the floor before it deletes.
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction? = nil, bid: StoredBid? = nil) throws(StoreError) {
         try connection.withLock { connection throws(StoreError) in
             try connection.transaction { [connection] () throws(StoreError) in
@@ -253,8 +258,6 @@ public final class SQLiteStore: Store {
                     try insert.bindText(5, connection.tagsBuffer)
                     try insert.bind(6, event.at.timeIntervalSince1970)
                     try insert.run()
-                    // In a batch, the sequence is written once, when the batch commits.
-                    if !connection.inBatch { try connection.writeSequence(event.id) }
                 }
                 if let auction {
                     let upsert = try connection.statement("""
@@ -299,7 +302,6 @@ public final class SQLiteStore: Store {
                     }
                 }
             }
-            if connection.inBatch, let event { connection.batchSequence = event.id }
         }
     }
 
@@ -311,23 +313,28 @@ public final class SQLiteStore: Store {
     public func prune(keep: Int, before: Date?) throws(StoreError) -> UInt64 {
         try connection.withLock { connection throws(StoreError) in
             let newest = try connection.text("SELECT max(id) FROM events").flatMap { UInt64($0) } ?? 0
-            let byCount = try connection.statement("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?")
-            try byCount.bind(1, Int64(max(keep, 0)))
-            try byCount.run()
-            if let before {
-                // The oldest events up to the first that is not old: ids go with time, so the scan in
-                // their order stops there, without an index on `at`, and the history kept has no gap
-                // even if the clock once went back.
-                let byAge = try connection.statement("""
-                    DELETE FROM events WHERE id < coalesce((SELECT id FROM events WHERE at >= ? ORDER BY id LIMIT 1),
-                                                           (SELECT max(id) FROM events) + 1)
-                    """)
-                try byAge.bind(1, before.timeIntervalSince1970)
-                try byAge.run()
+            try connection.transaction { [connection] () throws(StoreError) in
+                // The sequence is the newest event's id (`load`): before that event can go, its id is
+                // written down as the floor, in the same transaction, so numbers are never reused.
+                try connection.raiseSequence(to: newest)
+                let byCount = try connection.statement("DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?")
+                try byCount.bind(1, Int64(max(keep, 0)))
+                try byCount.run()
+                if let before {
+                    // The oldest events up to the first that is not old: ids go with time, so the scan in
+                    // their order stops there, without an index on `at`, and the history kept has no gap
+                    // even if the clock once went back.
+                    let byAge = try connection.statement("""
+                        DELETE FROM events WHERE id < coalesce((SELECT id FROM events WHERE at >= ? ORDER BY id LIMIT 1),
+                                                               (SELECT max(id) FROM events) + 1)
+                        """)
+                    try byAge.bind(1, before.timeIntervalSince1970)
+                    try byAge.run()
+                }
+                let answers = try connection.statement("DELETE FROM answers WHERE at < ?")
+                try answers.bind(1, Date().timeIntervalSince1970 - KeptAnswer.keptSeconds)
+                try answers.run()
             }
-            let answers = try connection.statement("DELETE FROM answers WHERE at < ?")
-            try answers.bind(1, Date().timeIntervalSince1970 - KeptAnswer.keptSeconds)
-            try answers.run()
             return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) } ?? newest + 1
         }
     }
