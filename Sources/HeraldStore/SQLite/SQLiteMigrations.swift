@@ -5,6 +5,7 @@ enum SQLiteMigrations {
     static let all = [
         Migration("0001-events-records", version1), Migration("0002-auctions-bids", version2),
         Migration("0003-kept-answers", version3), Migration("0004-events-without-time-index", version4),
+        Migration("0005-sequence-from-events", version5),
     ]
 
     /// Runs the steps the database has not run, each in its own transaction with its name.
@@ -109,5 +110,13 @@ enum SQLiteMigrations {
     /// Events are pruned by age from the oldest, in the order of their ids (`SQLiteStore.prune`), which
     /// needs no index on their time: every stored change wrote one for nothing.
     static let version4 = "DROP INDEX IF EXISTS events_at"
+
+    /// From here the sequence is the newest event's id, and `meta` holds only the floor that pruning
+    /// writes before it deletes (`SQLiteStore.load`): commits no longer rewrite the counter. A Herald from
+    /// before would read a stale counter and give out ids again, so this step is what makes it refuse
+    /// the database. The counter is brought up to date once, here.
+    static let version5 = """
+        UPDATE meta SET value = max(value, coalesce((SELECT max(id) FROM events), 0)) WHERE key = 'sequence'
+        """
 
 }
