@@ -242,9 +242,9 @@ public final class SQLiteStore: Store {
     }
 
     /// Commits one mutation: its event (if any), its records, and an auction's fields with the bid it
-    /// added (one UPDATE and one INSERT, whatever the bids before). The event's id is the sequence: `load` takes the newest stored, so a commit
-    /// writes no counter of its own (which cost a batch one page more in the log, a quarter of its
-    /// pages), and `prune` writes the floor before it deletes.
+    /// added (one UPDATE and one INSERT, whatever the bids before). The event's id is the sequence:
+    /// `load` takes the newest stored, so a commit writes no counter of its own (which cost a batch one
+    /// page more in the log, a quarter of its pages), and `prune` writes the floor before it deletes.
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction? = nil, bid: StoredBid? = nil) throws(StoreError) {
         try connection.withLock { connection throws(StoreError) in
             try connection.transaction { [connection] () throws(StoreError) in
