@@ -107,7 +107,7 @@ final class Connection {
     }
 
     /// Whether a batch transaction is open (`beginBatch`): then each `transaction` is one change of it.
-    private(set) var inBatch = false
+    private var inBatch = false
     /// The batch's changes that were written, in order: run again when a later one fails (see `transaction`).
     private var batchWrites: [() throws(StoreError) -> Void] = []
     /// Why the batch can no longer commit: what was written of it could not be written again.
