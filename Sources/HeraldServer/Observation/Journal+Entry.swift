@@ -132,12 +132,13 @@ extension Journal {
                          tags: Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .unitSaved(let unit, let previous):
-            // Written once, and copied into the event, the unit's current value and its collection's member.
-            let topic = UnitStore.topic(unit.id), json = JSONValue.encoded(unit.json.bytes)
+            // Written once, and copied into the event, the unit's current value, its collection's member
+            // and the stored record (whose `face` a restore does not read: `Unit(document:)`).
+            let topic = UnitStore.topic(unit.id), bytes = unit.json.bytes, json = JSONValue.encoded(bytes)
             return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(previous == nil)],
                          tags: Membership.tags(before: previous.map(Member.filterValues), after: Member.filterValues(unit)),
                          values: [(topic, ["unit": json])], members: [.unit(unit, json: json)],
-                         records: [Record(kind: RecordKind.unit, id: unit.id, bytes: unit.documentBytes)])
+                         records: [Record(kind: RecordKind.unit, id: unit.id, bytes: bytes)])
         case .unitRemoved(let previous):
             let id = previous.id, topic = UnitStore.topic(id)
             return Entry(topic: topic, event: .removed, payload: ["id": .string(id)],

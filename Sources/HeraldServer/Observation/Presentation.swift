@@ -48,25 +48,8 @@ extension HeraldDomain.Unit {
         ["id": .string(id), "name": .string(name), "status": .string(status.rawValue), "face": .string(status.face)]
     }
 
-    /// What the store keeps of a unit.
-    var document: JSONValue { ["id": .string(id), "name": .string(name), "status": .string(status.rawValue)] }
-
-    /// `document`'s JSON, the same bytes, written without making the `JSONValue` first (every stored
-    /// `PUT /units/{id}` writes one).
-    var documentBytes: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(40 + id.utf8.count + name.utf8.count)
-        out.appendUTF8(#"{"id":"#)
-        JSONValue.writeString(id, to: &out)
-        out.appendUTF8(#","name":"#)
-        JSONValue.writeString(name, to: &out)
-        out.appendUTF8(#","status":""#)
-        out.appendUTF8(status.rawValue)
-        out.appendUTF8(#""}"#)
-        return out
-    }
-
-    /// A unit as it was stored; nil when it does not read.
+    /// A unit as it was stored: its `json`, whose `face` is not read (it follows from the status); nil
+    /// when it does not read. Records stored before hold no `face`, and read the same.
     init?(document: JSONValue) {
         guard let id = document["id"]?.stringValue, let name = document["name"]?.stringValue,
               let status = document["status"]?.stringValue.flatMap(HeraldDomain.Unit.Status.init(rawValue:)) else { return nil }
