@@ -22,10 +22,12 @@ public final class OwnerThread: Sendable {
     }
 
     /// Binds the calling thread if none is bound yet: for a thread that someone else starts
-    /// (libmicrohttpd's), from the first callback it runs. One atomic load once bound.
-    public func adoptCurrentThread() {
-        guard id.load(ordering: .relaxed) == 0 else { return }
-        _ = id.compareExchange(expected: 0, desired: UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .acquiringAndReleasing)
+    /// (libmicrohttpd's), from the first callback it runs. One atomic load once bound. True when this
+    /// call bound it.
+    @discardableResult
+    public func adoptCurrentThread() -> Bool {
+        guard id.load(ordering: .relaxed) == 0 else { return false }
+        return id.compareExchange(expected: 0, desired: UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .acquiringAndReleasing).exchanged
     }
 
     /// Runs `body` with the calling thread standing in for the owner, which has not started: the one

@@ -101,6 +101,31 @@ import Testing
         #expect(strangers.isEmpty, "threads that are not Herald's: \(strangers) of \(names)")
     }
 
+    /// libmicrohttpd's thread (once it has served a request) and the stream engine's loops are batch
+    /// threads (`SCHED_BATCH`), which a wake-up never lets take the core from the thread that has it;
+    /// the writer is an ordinary one. The request thread as an ordinary thread took the core from the
+    /// writer at every answer the writer gave (BENCHMARKS.md, "The request thread as a batch thread").
+    @Test func theRequestThreadAndTheLoopsAreBatchThreadsAndTheWriterIsNot() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-policy-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let herald = try HeraldProcess(arguments: HeraldProcess.unlimited, dataDirectory: directory)
+        #expect(try HTTPClient(port: herald.port).put("/units/probe", #"{"name":"Probe","status":"healthy"}"#).status == 201)
+        let tasks = "/proc/\(herald.process.processIdentifier)/task"
+        var policies: [String: Int] = [:]
+        for task in try FileManager.default.contentsOfDirectory(atPath: tasks) {
+            guard let stat = try? String(contentsOfFile: "\(tasks)/\(task)/stat", encoding: .utf8),
+                  let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+            // proc(5): the name in parentheses is field 2, the policy field 41.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 38, let policy = Int(fields[38]) else { continue }
+            policies[String(stat[stat.index(after: open)..<close]), default: policy] = policy
+        }
+        let batch = 3, ordinary = 0
+        #expect(policies.filter { $0.key.hasPrefix("MHD-") }.values.contains(batch), "\(policies)")
+        #expect(policies["herald-streams"] == batch, "\(policies)")
+        #expect(policies["herald-writer"] == ordinary, "\(policies)")
+    }
+
     @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
         let herald = try HeraldProcess(arguments: HeraldProcess.unlimited)
         let stream = try SSEClient(port: herald.port, path: "/currency/events")

@@ -42,7 +42,14 @@ extension HTTPServer {
         if let uri { cmhd_drop_query_arguments(uri) }
         guard let cls else { return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque() }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-        server.requestThread.adoptCurrentThread()
+        if server.requestThread.adoptCurrentThread() {
+            // A batch thread (`SCHED_BATCH`), woken, does not take the core from the thread that has it.
+            // The writer resumes each connection it answered, and each resume wakes this thread: as an
+            // ordinary thread it took the core at each one, so that a batch's answers went out one per
+            // switch of threads. Now the writer answers its whole batch, then this thread sends all of
+            // them in one pass (BENCHMARKS.md, "The request thread as a batch thread").
+            _ = clinux_batch_this_thread()
+        }
         server.sendDeferredWakeup()
         if let connection { server.connections.requestLine(connection) }
         return Unmanaged.passRetained(server.contexts.withValue { $0.take(rawTarget: raw) }).toOpaque()
