@@ -111,7 +111,7 @@ import Testing
 /// A unit is stored as its JSON (the bytes its event carries), and reads back as the same unit whatever
 /// its name holds; so does a record stored before, which held no `face`.
 @Suite struct UnitDocumentTests {
-    @Test func theStoredJSONReadsBackAsTheSameUnit() throws {
+    @Test func theStoredJSONReadsBackAsTheSameUnit() {
         let names = ["scout", "", "say \"hi\"", "back\\slash", "line\nbreak\ttab\r", "\u{01}\u{1F}", "caf\u{E9} \u{1F680}",
                      "sep\u{2028}para\u{2029}", "\u{E2}\u{80}", String(repeating: "x", count: 300)]
         for name in names {
