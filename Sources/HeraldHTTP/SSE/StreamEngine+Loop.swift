@@ -124,13 +124,7 @@ extension StreamEngine {
             }
             loop.signaled.store(false, ordering: .releasing)
             var yielded = ContinuousClock.now
-            if first, let work = fanOutWork.withLock({ $0 })?.take() {
-                // The other loops queue their shares while this one queues its own.
-                for other in loops.dropFirst() where post(to: other, { $0.fanOut.append(work) }) { other.signal() }
-                work(0, loops.count) { pause(since: &yielded) }
-                // The other loops start writing while this one writes its own streams.
-                handOverStaged(from: loop)
-            }
+            takeFanOut(loop, yielded: &yielded)
             let (added, woken, closeAll, fanOut) = loop.inbox.withLock { inbox in
                 defer { inbox = Inbox() }
                 return (inbox.added, inbox.woken, inbox.closeAll, inbox.fanOut)
@@ -152,9 +146,15 @@ extension StreamEngine {
             }
             let ready = owned.ready
             owned.ready.removeAll(keepingCapacity: true)
+            var sinceLook = 0
             for stream in ready where stream.registered && !stream.closed {
                 flush(stream, in: loop)
                 pause(since: &yielded)
+                sinceLook += 1
+                if sinceLook == Self.lookEvery {
+                    sinceLook = 0
+                    if loop.signaled.load(ordering: .acquiring) { fanOutWhileWriting(loop, yielded: &yielded) }
+                }
             }
             if heartbeats?.take(at: elapsed) == true { heartbeatRound(loop, yielded: &yielded) }
             if elapsed >= nextTick {
@@ -175,6 +175,36 @@ extension StreamEngine {
             close(stream.socket)
         }
         loop.done.signal()
+    }
+
+    /// On the first loop: takes the events waiting in the hub, hands the other loops their shares of the
+    /// fan-out and queues its own.
+    private func takeFanOut(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
+        guard loop.index == 0, let work = fanOutWork.withLock({ $0 })?.take() else { return }
+        // The other loops queue their shares while this one queues its own.
+        for other in loops.dropFirst() where post(to: other, { $0.fanOut.append(work) }) { other.signal() }
+        work(0, loops.count) { pause(since: &yielded) }
+        // The other loops start writing while this one writes its own streams.
+        handOverStaged(from: loop)
+    }
+
+    /// Queues the events published since the pass began, while the loop still writes its streams. A
+    /// stream not yet written in the pass then takes them with the events it was woken for, in the
+    /// same write; one written already is woken again, as it would be after the pass. When the events
+    /// come faster than a pass writes every stream (a fan-out to 10,000 that takes longer than the
+    /// time between bids), each stream is written once a pass with everything that is new, and an
+    /// event waits at most one pass; queued after the pass, it waited for the rest of that pass, then
+    /// for a whole one of its own. Only the fan-out is taken here; what else the inbox holds waits for
+    /// the next pass, which does not sleep while it holds anything.
+    private func fanOutWhileWriting(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
+        // Before the takes: a signal after them sets it again, and is seen by a later look or pass.
+        loop.signaled.store(false, ordering: .releasing)
+        takeFanOut(loop, yielded: &yielded)
+        let shares = loop.inbox.withLock { inbox in
+            defer { inbox.fanOut = [] }
+            return inbox.fanOut
+        }
+        for work in shares { work(loop.index, loops.count) { pause(since: &yielded) } }
     }
 
     /// A point between two pieces of a loop's work (a stream written, a few observers queued to): once

@@ -14,8 +14,9 @@ import Synchronization
 /// of the observers: the first loop hands the work to the others, with one wake-up each, and runs its
 /// own share meanwhile. The streams a share wakes on other loops are handed to each of those loops in
 /// one go; every loop then writes its woken streams' queued frames with one `send` each. Events queued
-/// while a socket was busy go out together in its next write. A partial write is kept and finished on
-/// EPOLLOUT.
+/// while a socket was busy go out together in its next write, and so do events published while the
+/// loop writes (`fanOutWhileWriting`), to the streams it has not written yet. A partial write is kept
+/// and finished on EPOLLOUT.
 ///
 /// A client's FIN alone is not its leaving: it may have half-closed its sending side (legal in
 /// HTTP/1.1). The stream is probed with a heartbeat; a client that closed the whole socket answers it
@@ -29,6 +30,9 @@ public final class StreamEngine: Sendable {
     static let loopNiceSteps: Int32 = 5
     /// How long a loop works at most before it lets its core go to a thread waiting for it (see `pause`).
     static let yieldEvery: Duration = .microseconds(100)
+    /// Streams a loop writes between two looks for events published meanwhile (`fanOutWhileWriting`):
+    /// a look is one atomic load.
+    static let lookEvery = 32
     /// Loops at most (`WakeHold` keeps one bit for each).
     public static let threadLimit = 64
     /// The loops a server runs by default: one for each core it may run on (its CPU affinity), up to
