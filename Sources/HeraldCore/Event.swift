@@ -28,6 +28,8 @@ public final class Event: Sendable {
     public let frame: [UInt8]
     /// For a change of a collection's member (its tags say so): what the collection's observers get.
     public let membership: Membership?
+    /// The events whose frames `frame` holds: 1, or more for a piece of a packed replay (`init(packing:)`).
+    public let carried: Int
 
     /// Encodes an event for the wire (id, name, data), once per event.
     /// The id is nil for a transient event.
@@ -48,6 +50,21 @@ public final class Event: Sendable {
         self.membership = durable ? itemName.flatMap {
             Membership(id: id, order: order, topic: topic, data: data, tags: tags, itemName: $0, encoder: encoder)
         } : nil
+        carried = 1
+    }
+
+    /// A piece of a packed replay (`Hub.subscribe(packedReplay:)`): the frames of `events`, one topic's
+    /// durable events in order, as one frame, to be written as they are. It takes the last one's id,
+    /// order, topic and name; it has no data of its own.
+    init(packing events: ArraySlice<Event>) {
+        let last = events[events.endIndex - 1]
+        (id, order, durable, topic, name) = (last.id, last.order, true, last.topic, last.name)
+        (storedData, dataInFrame, tags, membership) = ([], false, [], nil)
+        var frame: [UInt8] = []
+        frame.reserveCapacity(events.reduce(0) { $0 + $1.frame.count })
+        for event in events { frame += event.frame }
+        self.frame = frame
+        carried = events.reduce(0) { $0 + $1.carried }
     }
 
     /// The data an SSE frame carries: its `data:` lines' values, joined by newlines.

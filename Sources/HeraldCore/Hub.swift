@@ -80,7 +80,27 @@ public final class Hub: Sendable {
         var resyncs = 0
         /// Published events not yet queued to their observers, oldest first.
         var undelivered: [Event] = []
+        /// Packed replays (`subscribe(packedReplay:)`), the pieces by topic and the id resumed after, each
+        /// for the history as it stands: the next event kept empties them all.
+        var packs: [ReplayPack: [Event]] = [:]
+        /// Resumes that took a packed replay made for an earlier one.
+        var packsShared = 0
     }
+
+    /// One topic's replay after `lastSeen`, whose events' frames a pack holds in pieces (`Event(packing:)`).
+    struct ReplayPack: Hashable {
+        let topic: String
+        let lastSeen: UInt64
+    }
+
+    /// A packed replay's pieces hold about this many bytes each, and the stream engine writes each with
+    /// one `send` (it takes whole events). Measured in the reconnect storm (100 missed bids, about 38 KB):
+    /// CPU per resumed client 70 µs with 8 KiB pieces, 60 µs with 32 KiB, 62 µs with 64 KiB.
+    static let packPiece = 32 * 1024
+    /// Replays larger than this are not packed (each pack holds a copy of its events' frames) …
+    static let packLimit = 1 << 20
+    /// … and at most this many are kept at once.
+    static let packsKept = 8
 
     /// How many past events are kept for replay.
     public let historyLimit: Int
@@ -117,6 +137,7 @@ public final class Hub: Sendable {
     /// Keeps `event` in the history, dropping the oldest past either limit.
     private func keep(_ event: Event, in state: inout State) {
         state.history.append(event)
+        if !state.packs.isEmpty { state.packs.removeAll() }
         state.historyBytes += Self.historySize(of: event)
         while state.history.count > historyLimit || (state.historyBytes > historyByteLimit && state.history.count > 1) {
             Self.dropOldest(from: &state)
@@ -135,6 +156,9 @@ public final class Hub: Sendable {
     /// Observers that resumed with a replay (`Last-Event-ID` within the history), and that got a
     /// resync (an id unknown, or older than the history).
     public var resumes: (replays: Int, resyncs: Int) { state.withLock { ($0.replays, $0.resyncs) } }
+
+    /// Resumes that took a packed replay made for an earlier resume from the same id.
+    var sharedReplays: Int { state.withLock { $0.packsShared } }
 
     /// The oldest event kept for replay; nil when none is.
     public var oldestEventId: UInt64? { state.withLock { $0.history.first?.id } }
@@ -404,9 +428,15 @@ public final class Hub: Sendable {
     ///
     /// `values`: current values of subjects that keep them only while observed (`setWhileObserved`),
     /// set first, so the observer's snapshot shows them.
+    ///
+    /// `packedReplay`: the observer writes each event's frame as it is (an SSE stream without a
+    /// localizer), so the replay of one topic, without filter, may come packed: pieces of about
+    /// `packPiece` bytes, each one event that holds the frames of many (`Event.carried`). Observers that
+    /// resume from the same id (a reconnect storm) share the pieces, made once, until the next event
+    /// is kept: each gets a few events to queue and take instead of every one it missed.
     public func subscribe(
         to topics: [String], collections filters: [String: CollectionFilter] = [:], resume: ResumePoint, queueLimit: Int = 4096,
-        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = [], values: [Update] = []
+        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = [], values: [Update] = [], packedReplay: Bool = false
     ) -> Subscription {
         let observer = state.withLock { state -> Observer in
             for update in values {
@@ -418,7 +448,7 @@ public final class Hub: Sendable {
             let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
                                     filter: filter, startedAt: state.sequence)
             state.nextObserverId += 1
-            var initial = initialEvents(for: observer, resume: resume, added: added, in: &state)
+            var initial = initialEvents(for: observer, resume: resume, added: added, packed: packedReplay, in: &state)
             if initial.isEmpty, case .now = resume {
                 // Nothing to send yet: the stream still starts at a position, so a client that reconnects
                 // before the first event sends a Last-Event-ID and misses nothing.
@@ -490,7 +520,8 @@ public final class Hub: Sendable {
         if removed { state.observerCount -= 1 }
     }
 
-    private func initialEvents(for observer: Observer, resume: ResumePoint, added: Set<String>, in state: inout State) -> [Event] {
+    private func initialEvents(for observer: Observer, resume: ResumePoint, added: Set<String>, packed: Bool,
+                               in state: inout State) -> [Event] {
         switch resume {
         case .now(let snapshot):
             return snapshot ? snapshots(for: observer, in: &state, resync: false) : []
@@ -505,6 +536,13 @@ public final class Hub: Sendable {
                 return snapshots(for: observer, in: &state, resync: true)
             }
             state.replays += 1
+            // One topic, no filter, nothing added: the replay is its topic's events as they are, which pack.
+            let pack = packed && added.isEmpty && observer.filter == nil && observer.interests.count == 1
+                && observer.collections.isEmpty ? observer.interests.first.map { ReplayPack(topic: $0, lastSeen: lastSeen) } : nil
+            if let pack, let pieces = state.packs[pack] {
+                state.packsShared += 1
+                return pieces
+            }
             var events: [Event] = []
             // The first kept event after `lastSeen`. Ids are consecutive except where a store migration
             // removed events (stored ticks), so search rather than count.
@@ -535,8 +573,34 @@ public final class Hub: Sendable {
                 }
                 events.append(view)
             }
+            if let pack, events.count > 1, let pieces = Self.pack(events, of: pack.topic) {
+                if state.packs.count >= Self.packsKept { state.packs.removeAll() }
+                state.packs[pack] = pieces
+                return pieces
+            }
             return events + snapshots(for: observer, of: observer.interests.filter(fresh.contains), in: &state, resync: false)
         }
+    }
+
+    /// `events` (all of `topic`, durable, each its own) in pieces of about `packPiece` bytes; nil when
+    /// they are not all such events, or hold more than `packLimit` bytes.
+    private static func pack(_ events: [Event], of topic: String) -> [Event]? {
+        var bytes = 0
+        for event in events {
+            guard event.topic == topic, event.durable, event.carried == 1 else { return nil }
+            bytes += event.frame.count
+        }
+        guard bytes <= packLimit else { return nil }
+        var pieces: [Event] = []
+        var (start, size) = (0, 0)
+        for (index, event) in events.enumerated() {
+            size += event.frame.count
+            if size >= packPiece || index == events.count - 1 {
+                pieces.append(Event(packing: events[start...index]))
+                (start, size) = (index + 1, 0)
+            }
+        }
+        return pieces
     }
 
     /// `auctions` for `auctions/7`.

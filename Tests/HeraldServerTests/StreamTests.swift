@@ -84,6 +84,29 @@ import Testing
         #expect(try byQuery.next(3).map(\.event) == ["bid", "bid", "bid"])
     }
 
+    /// A replay of many missed bids (about 45 KB: more than one piece of a packed replay) reaches each
+    /// client that resumes from the same id whole, in order and once, then live events; and the
+    /// delivered count counts every replayed event, not the pieces they came in.
+    @Test func aLongReplayComesWholeToEveryClientThatResumesFromTheSameId() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        let id = try server.auction()
+        let before = try #require(try client.get("/auctions/\(id)").header("Herald-Event-ID"))
+        for amount in 1...120 { #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"a","amount":\#(amount)}"#).status == 201) }
+        let streams = try (0..<2).map { _ in try server.stream("/auctions/\(id)/events", headers: [("Last-Event-ID", before)]) }
+        for stream in streams {
+            let replay = try stream.next(120)
+            #expect(replay.compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int } == Array(1...120))
+        }
+        #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"marker","amount":121}"#).status == 201)
+        for stream in streams {
+            #expect((try stream.next(named: "bid").json["bid"] as? [String: Any])?["bidder"] as? String == "marker")
+        }
+        let delivered = try client.get("/metrics").text.split(separator: "\n").first { $0.hasPrefix("herald_events_delivered_total ") }
+        #expect(delivered == "herald_events_delivered_total 242", "two replays of 120 bids, and the marker twice")
+    }
+
     @Test func anIdTooOldOrUnreadableGetsResyncThenSnapshot() throws {
         let server = try TestHerald(history: 3)
         defer { server.stop() }

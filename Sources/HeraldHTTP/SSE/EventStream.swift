@@ -34,7 +34,8 @@ final class EventStream: @unchecked Sendable {
     /// full socket (a drained write went back to 64 KiB).
     static let laggingWriteSize = 8 * 1024
     // (32 KiB for first events after a drained write was tried for the reconnect storm: 4 % less CPU
-    // per resumed client, and the peak above rose from 6.0 to 7.9 MB. Left at 8 KiB.)
+    // per resumed client, and the peak above rose from 6.0 to 7.9 MB. Left at 8 KiB. A take appends
+    // whole events: a resumed stream's packed replay (`Hub.packPiece`, 32 KiB) goes in one write a piece.)
     /// A client that sends more than this after its request is not an SSE client.
     static let inputLimit = 64 * 1024
 

@@ -55,7 +55,7 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
         }
         var taken = 0
         let poll = subscription.drain { event in
-            if event.name != .position { taken += 1 }
+            if event.name != .position { taken += event.carried }
             if let localizer, let frame = localizer.frame(for: event) { out.append(contentsOf: frame) } else { out.append(contentsOf: event.frame) }
             return out.count < limit
         }

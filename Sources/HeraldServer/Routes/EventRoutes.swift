@@ -34,15 +34,16 @@ struct EventRoutes: Sendable {
         let token = try access.watcher(request, topics: topics)
         try checkTopics(topics)
         let (resume, eventFilter, added) = (try resumePoint(request), try filter(request), try added(request, topics))
-        // A presence subject starts with its state, on every connection: its events are not kept.
-        let subscription = presence.subscribing(topics) { values in
-            hub.subscribe(to: topics, collections: filters, resume: resume, queueLimit: queueLimit, filter: eventFilter,
-                          added: added.union(values.map(\.topic)), values: values)
-        }
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         // (Read only then: a Locale costs more than the rest of the head.)
         let locale = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } } ? request.locale : nil
         let localizer = locale.flatMap { $0.identifier != Trip.eventLocale.identifier ? TripLocalizer(locale: $0) : nil }
+        // A presence subject starts with its state, on every connection: its events are not kept.
+        // Frames written as they are may come packed: a reconnect storm's replay is made once.
+        let subscription = presence.subscribing(topics) { values in
+            hub.subscribe(to: topics, collections: filters, resume: resume, queueLimit: queueLimit, filter: eventFilter,
+                          added: added.union(values.map(\.topic)), values: values, packedReplay: localizer == nil)
+        }
         // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
         let lease = token.map { leases.open(subject: $0.subject, topics: topics, expires: $0.expires) }
         return .eventStream(SubscriptionFeed(subscription, localizer: localizer,
