@@ -95,7 +95,8 @@ public final class Hub: Sendable {
 
     /// A packed replay's pieces hold about this many bytes each, and the stream engine writes each with
     /// one `send` (it takes whole events). Measured in the reconnect storm (100 missed bids, about 38 KB):
-    /// CPU per resumed client 70 µs with 8 KiB pieces, 60 µs with 32 KiB, 62 µs with 64 KiB.
+    /// CPU per resumed client 68–78 µs with 8 KiB pieces, 59–67 µs with 32 KiB, 53–64 µs with 64 KiB
+    /// (BENCHMARKS.md, "Packed replays").
     static let packPiece = 32 * 1024
     /// Replays larger than this are not packed (each pack holds a copy of its events' frames) …
     static let packLimit = 1 << 20
