@@ -87,3 +87,6 @@ for via, name in (("own", "own addresses"), ("proxy", "one trusted proxy")):
     line(f"storm ({name}): server CPU per new subscriber (µs)", figures(pattern, js("server.cpuMicrosecondsPerNewSubscriber")))
     line(f"storm ({name}): server CPU per resumed subscriber (µs)", figures(pattern, js("server.cpuMicrosecondsPerResumedSubscriber")))
     line(f"storm ({name}): resumed ÷ new", figures(pattern, js("server.resumedOverNew")))
+    line(f"storm ({name}): countdown ticks sent while resuming (to clients back)", figures(pattern, js("events.ticksWhileResuming")))
+    line(f"storm ({name}): server CPU per tick sent, after the storm (µs)", figures(pattern, js("server.cpuMicrosecondsPerTickSent")))
+    line(f"storm ({name}): resumed without the ticks ÷ new", figures(pattern, js("server.resumedWithoutTicksOverNew")))

@@ -19,6 +19,8 @@ struct Storm {
         var rampPerSecond = 5000.0
         var stormSeconds = 1.0
         var timeoutSeconds = 60.0
+        /// After the storm, how long the countdown's ticks are read to measure what one costs the server.
+        var tickSeconds = 3.0
         /// Every subscriber comes from 127.0.0.2, a trusted proxy, naming its own client in
         /// `X-Forwarded-For`; otherwise each has its own loopback address.
         var proxy = false
@@ -54,6 +56,7 @@ struct Storm {
         let cpuBefore = firstStats.cpuSeconds
         loop.connectAll(resuming: false, ramp: options.rampPerSecond) { $0.gotSnapshot || $0.phase.isClosed }
         let newCPU = firstStats.cpuSeconds - cpuBefore
+        let ticksWhileNew = loop.ticks
         report.seconds["connecting"] = Date().timeIntervalSince(start)
         let connected = loop.subscribers.count { $0.gotSnapshot && $0.status == 200 }
         report.refused.merge(loop.statuses(), uniquingKeysWith: +)
@@ -86,9 +89,19 @@ struct Storm {
         let secondStats = ProcessStats(pid: second.processIdentifier)
         let stormStart = Date()
         let cpuStorm = secondStats.cpuSeconds
+        let ticksBeforeStorm = loop.ticks
         let bids = options.bids
         loop.connectAll(resuming: true, ramp: Double(options.subscribers) / options.stormSeconds) { $0.lastAmount >= bids || $0.phase.isClosed }
         let resumedCPU = secondStats.cpuSeconds - cpuStorm
+        // The auction's countdown runs from the first bid and ticks once a second to every client that
+        // is back: live events, not the cost of arriving, which the storm's window holds some of (the
+        // new clients' window holds none: no bid yet). What a tick costs is measured right after, in
+        // the same run, with every client back and nothing else going on.
+        let ticksWhileResuming = loop.ticks - ticksBeforeStorm
+        let (cpuTicks, ticksBefore) = (secondStats.cpuSeconds, loop.ticks)
+        loop.read(for: options.tickSeconds)
+        let ticksAfter = loop.ticks - ticksBefore
+        let perTick = ticksAfter > 0 ? (secondStats.cpuSeconds - cpuTicks) / Double(ticksAfter) : 0
         let caughtUp = loop.subscribers.count { $0.lastAmount == bids }
         let lastCaughtUp = loop.caughtUpAt.max() ?? 0
         report.seconds["stormConnecting"] = loop.lastConnectAt - stormStart.timeIntervalSince1970
@@ -105,13 +118,18 @@ struct Storm {
             "resyncs": loop.subscribers.reduce(0) { $0 + $1.resyncs },
             // Each got one at its first connection; any more came with a resume.
             "snapshotsOnResume": loop.subscribers.reduce(0) { $0 + max($1.snapshots - 1, 0) },
+            "ticksWhileNew": ticksWhileNew, "ticksWhileResuming": ticksWhileResuming, "ticksAfter": ticksAfter,
         ]
         let perNew = connected > 0 ? newCPU / Double(connected) * 1e6 : 0
         let perResumed = caughtUp > 0 ? resumedCPU / Double(caughtUp) * 1e6 : 0
+        let perResumedWithoutTicks = caughtUp > 0 ? (resumedCPU - Double(ticksWhileResuming) * perTick) / Double(caughtUp) * 1e6 : 0
         report.server = [
             "cpuMicrosecondsPerNewSubscriber": (perNew * 10).rounded() / 10,
             "cpuMicrosecondsPerResumedSubscriber": (perResumed * 10).rounded() / 10,
             "resumedOverNew": perNew > 0 ? (perResumed / perNew * 100).rounded() / 100 : 0,
+            "cpuMicrosecondsPerTickSent": (perTick * 1e7).rounded() / 10,
+            "cpuMicrosecondsPerResumedSubscriberWithoutTicks": (perResumedWithoutTicks * 10).rounded() / 10,
+            "resumedWithoutTicksOverNew": perNew > 0 ? (perResumedWithoutTicks / perNew * 100).rounded() / 100 : 0,
         ]
         loop.closeAll()
         kill(second.processIdentifier, SIGTERM)
@@ -236,6 +254,22 @@ struct Storm {
         private func connect(_ index: Int) -> Int32? {
             let source = options.proxy ? "127.0.0.2" : "127.\(1 + index / 62_500 % 250).\(1 + index / 250 % 250).\(1 + index % 250)"
             return connectNonBlocking(from: source, to: options.host, port: options.port)
+        }
+
+        /// `tick` events received by every subscriber so far.
+        var ticks: Int { subscribers.reduce(0) { $0 + $1.ticks } }
+
+        /// Reads whatever comes for `seconds`, connecting no one.
+        mutating func read(for seconds: Double) {
+            let end = Date().addingTimeInterval(seconds)
+            var tokens = [UInt64](repeating: 0, count: 512)
+            var bits = [UInt32](repeating: 0, count: 512)
+            while Date() < end {
+                let count = tokens.withUnsafeMutableBufferPointer { tokens in
+                    bits.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, 5) }
+                }
+                for slot in 0..<max(Int(count), 0) { service(Int(tokens[slot]), bits: bits[slot], resuming: true) }
+            }
         }
 
         /// Statuses other than 200, by status ("none": no answer).

@@ -22,6 +22,8 @@ struct Subscriber {
     var resyncs = 0
     /// Whole snapshots received (a resume that replays gets none).
     var snapshots = 0
+    /// A countdown's `tick` events received.
+    var ticks = 0
     /// The connection's status line came (with any status).
     var answered: Bool { status != 0 }
     private var pending: [UInt8] = []
@@ -45,6 +47,7 @@ struct Subscriber {
         (gotSnapshot, lastAmount, lastId, received) = (previous.gotSnapshot, previous.lastAmount, previous.lastId, previous.received)
         lastIdText = previous.lastIdText
         (lost, duplicated, outOfOrder, resyncs, snapshots) = (previous.lost, previous.duplicated, previous.outOfOrder, previous.resyncs, previous.snapshots)
+        ticks = previous.ticks
     }
 
     /// Feeds received bytes; calls `onBid(amount)` for every bid event dispatched.
@@ -166,6 +169,7 @@ struct Subscriber {
             snapshots += 1
         }
         if eventName == Self.resync { resyncs += 1 }
+        if eventName == Self.tick { ticks += 1 }
         if arrivesAtAnyEvent { gotSnapshot = true }
         guard eventName == Self.bid || eventName == Self.auction, amount >= 0 else { return }
         if amount <= lastAmount {
@@ -187,5 +191,6 @@ struct Subscriber {
     static let more = Array("\"more\":true".utf8)
     static let snapshot = Array("snapshot".utf8)
     static let resync = Array("resync".utf8)
+    static let tick = Array("tick".utf8)
     static let amountKey = Array("\"amount\":".utf8)
 }
