@@ -171,6 +171,8 @@ struct Storm {
         var lastConnectAt = 0.0
         private let epoll = cepoll_create()
         private var buffer = [UInt8](repeating: 0, count: 65536)
+        private var tokens = [UInt64](repeating: 0, count: 512)
+        private var bits = [UInt32](repeating: 0, count: 512)
 
         init(options: Options, auction: String) {
             self.options = options
@@ -184,8 +186,6 @@ struct Storm {
             let start = Date()
             let deadline = start.addingTimeInterval(options.timeoutSeconds)
             var opened = 0
-            var tokens = [UInt64](repeating: 0, count: 512)
-            var bits = [UInt32](repeating: 0, count: 512)
             while Date() < deadline {
                 let due = min(options.subscribers, Int(Date().timeIntervalSince(start) * ramp) + 1)
                 while opened < due {
@@ -204,11 +204,22 @@ struct Storm {
                     if opened == options.subscribers { lastConnectAt = Date().timeIntervalSince1970 }
                 }
                 if opened == options.subscribers, subscribers.allSatisfy(done) { return }
-                let count = tokens.withUnsafeMutableBufferPointer { tokens in
-                    bits.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, 5) }
-                }
-                for slot in 0..<max(Int(count), 0) { service(Int(tokens[slot]), bits: bits[slot], resuming: resuming) }
+                serviceReady(resuming: resuming)
             }
+        }
+
+        /// Reads whatever comes for `seconds`, connecting no one.
+        mutating func read(for seconds: Double) {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end { serviceReady(resuming: true) }
+        }
+
+        /// Services each socket that is ready, after waiting up to 5 ms for one.
+        private mutating func serviceReady(resuming: Bool) {
+            let count = tokens.withUnsafeMutableBufferPointer { tokens in
+                bits.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, 5) }
+            }
+            for slot in 0..<max(Int(count), 0) { service(Int(tokens[slot]), bits: bits[slot], resuming: resuming) }
         }
 
         private mutating func service(_ index: Int, bits: UInt32, resuming: Bool) {
@@ -258,19 +269,6 @@ struct Storm {
 
         /// `tick` events received by every subscriber so far.
         var ticks: Int { subscribers.reduce(0) { $0 + $1.ticks } }
-
-        /// Reads whatever comes for `seconds`, connecting no one.
-        mutating func read(for seconds: Double) {
-            let end = Date().addingTimeInterval(seconds)
-            var tokens = [UInt64](repeating: 0, count: 512)
-            var bits = [UInt32](repeating: 0, count: 512)
-            while Date() < end {
-                let count = tokens.withUnsafeMutableBufferPointer { tokens in
-                    bits.withUnsafeMutableBufferPointer { cepoll_wait(epoll, tokens.baseAddress, $0.baseAddress, 512, 5) }
-                }
-                for slot in 0..<max(Int(count), 0) { service(Int(tokens[slot]), bits: bits[slot], resuming: true) }
-            }
-        }
 
         /// Statuses other than 200, by status ("none": no answer).
         func statuses() -> [String: Int] {
