@@ -53,9 +53,9 @@ public final class Event: Sendable {
         carried = 1
     }
 
-    /// A piece of a packed replay (`Hub.subscribe(packedReplay:)`): the frames of `events`, one topic's
-    /// durable events in order, as one frame, to be written as they are. It takes the last one's id,
-    /// order, topic and name; it has no data of its own.
+    /// A piece of a packed replay (`Hub.subscribe(packedReplay:)`): the frames of `events`, durable events
+    /// in order, as one frame, to be written as they are. It takes the last one's id, order, topic and
+    /// name; it has no data of its own.
     init(packing events: ArraySlice<Event>) {
         let last = events[events.endIndex - 1]
         (id, order, durable, topic, name) = (last.id, last.order, true, last.topic, last.name)

@@ -80,17 +80,24 @@ public final class Hub: Sendable {
         var resyncs = 0
         /// Published events not yet queued to their observers, oldest first.
         var undelivered: [Event] = []
-        /// Packed replays (`subscribe(packedReplay:)`), the pieces by topic and the id resumed after, each
+        /// Packed replays (`subscribe(packedReplay:)`), the pieces by topics and the id resumed after, each
         /// for the history as it stands: the next event kept empties them all.
         var packs: [ReplayPack: [Event]] = [:]
         /// Resumes that took a packed replay made for an earlier one.
         var packsShared = 0
     }
 
-    /// One topic's replay after `lastSeen`, whose events' frames a pack holds in pieces (`Event(packing:)`).
+    /// The replay of some topics after `lastSeen`, whose events' frames a pack holds in pieces
+    /// (`Event(packing:)`). `topics`: the observer's, sorted, each followed by a NUL (one key for the same
+    /// topics asked for in any order).
     struct ReplayPack: Hashable {
-        let topic: String
+        let topics: String
         let lastSeen: UInt64
+
+        init(_ topics: [String], after lastSeen: UInt64) {
+            self.topics = topics.sorted().reduce(into: "") { $0 += $1; $0 += "\u{0}" }
+            self.lastSeen = lastSeen
+        }
     }
 
     /// A packed replay's pieces hold about this many bytes each, and the stream engine writes each with
@@ -431,10 +438,11 @@ public final class Hub: Sendable {
     /// set first, so the observer's snapshot shows them.
     ///
     /// `packedReplay`: the observer writes each event's frame as it is (an SSE stream without a
-    /// localizer), so the replay of one topic, without filter, may come packed: pieces of about
-    /// `packPiece` bytes, each one event that holds the frames of many (`Event.carried`). Observers that
-    /// resume from the same id (a reconnect storm) share the pieces, made once, until the next event
-    /// is kept: each gets a few events to queue and take instead of every one it missed.
+    /// localizer), so a replay without filter, of subjects that are not collections, may come packed:
+    /// pieces of about `packPiece` bytes, each one event that holds the frames of many (`Event.carried`).
+    /// Observers of the same topics that resume from the same id (a reconnect storm) share the pieces,
+    /// made once, until the next event is kept: each gets a few events to queue and take instead of
+    /// every one it missed.
     public func subscribe(
         to topics: [String], collections filters: [String: CollectionFilter] = [:], resume: ResumePoint, queueLimit: Int = 4096,
         filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = [], values: [Update] = [], packedReplay: Bool = false
@@ -537,9 +545,9 @@ public final class Hub: Sendable {
                 return snapshots(for: observer, in: &state, resync: true)
             }
             state.replays += 1
-            // One topic, no filter, nothing added: the replay is its topic's events as they are, which pack.
-            let pack = packed && added.isEmpty && observer.filter == nil && observer.interests.count == 1
-                && observer.collections.isEmpty ? observer.interests.first.map { ReplayPack(topic: $0, lastSeen: lastSeen) } : nil
+            // No collection, no filter, nothing added: the replay is its topics' events as they are, which pack.
+            let pack = packed && added.isEmpty && observer.filter == nil && observer.collections.isEmpty
+                ? ReplayPack(observer.interests, after: lastSeen) : nil
             if let pack, let pieces = state.packs[pack] {
                 state.packsShared += 1
                 return pieces
@@ -574,7 +582,7 @@ public final class Hub: Sendable {
                 }
                 events.append(view)
             }
-            if let pack, events.count > 1, let pieces = Self.pack(events, of: pack.topic) {
+            if let pack, events.count > 1, let pieces = Self.pack(events, of: observer.interests) {
                 if state.packs.count >= Self.packsKept { state.packs.removeAll() }
                 state.packs[pack] = pieces
                 return pieces
@@ -583,12 +591,12 @@ public final class Hub: Sendable {
         }
     }
 
-    /// `events` (all of `topic`, durable, each its own) in pieces of about `packPiece` bytes; nil when
+    /// `events` (all of `topics`, durable, each its own) in pieces of about `packPiece` bytes; nil when
     /// they are not all such events, or hold more than `packLimit` bytes.
-    private static func pack(_ events: [Event], of topic: String) -> [Event]? {
+    private static func pack(_ events: [Event], of topics: [String]) -> [Event]? {
         var bytes = 0
         for event in events {
-            guard event.topic == topic, event.durable, event.carried == 1 else { return nil }
+            guard topics.contains(event.topic), event.durable, event.carried == 1 else { return nil }
             bytes += event.frame.count
         }
         guard bytes <= packLimit else { return nil }

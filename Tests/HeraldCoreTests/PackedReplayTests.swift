@@ -51,15 +51,30 @@ import Testing
         #expect(hub.sharedReplays == 1, "nothing made before the new event was shared after it")
     }
 
-    @Test func onlyOneTopicWithoutFilterIsPacked() {
+    @Test func severalTopicsPackAsTheyReplayAndAFilterOrACollectionDoesNot() {
         let hub = hubWithHistory()
         let two = queued(hub.subscribe(to: ["auctions/1", "auctions/2"], resume: .after(5), packedReplay: true))
+        let plainTwo = queued(hub.subscribe(to: ["auctions/1", "auctions/2"], resume: .after(5)))
+        #expect(plainTwo.count == 395 && two.count < 5)
+        #expect(two.flatMap(\.frame) == plainTwo.flatMap(\.frame), "both topics' events, in the order published")
+        let otherOrder = queued(hub.subscribe(to: ["auctions/2", "auctions/1"], resume: .after(5), packedReplay: true))
+        #expect(otherOrder.count == two.count && zip(two, otherOrder).allSatisfy { $0 === $1 }, "the same topics share, in any order")
+
         let filtered = queued(hub.subscribe(to: ["auctions/1"], resume: .after(5), filter: { _ in true }, packedReplay: true))
+        #expect(filtered.count == 296 && filtered.allSatisfy { $0.carried == 1 })
         hub.publish(topic: "auctions/1", name: "bid", data: Array("{\"amount\":301}".utf8))
         let one = queued(hub.subscribe(to: ["auctions/1"], resume: .after(hub.lastEventId - 1), packedReplay: true))
-        #expect(two.count == 395 && two.allSatisfy { $0.carried == 1 })
-        #expect(filtered.count == 296 && filtered.allSatisfy { $0.carried == 1 })
         #expect(one.count == 1 && one.allSatisfy { $0.carried == 1 }, "a replay of one event stays as it is")
-        #expect(hub.sharedReplays == 0)
+
+        let lobby = Hub(encoder: Self.encoder)
+        lobby.declareCollection("auctions", arrayName: "auctions", itemName: "auction")
+        for index in 1...3 {
+            lobby.publish(topic: "auctions/\(index)", name: "bid", tags: Membership.tags(before: nil, after: ["status=open"]),
+                          updates: [.member(of: "auctions", key: String(index), value: Array("{\"id\":\"\(index)\"}".utf8), values: ["status=open"])],
+                          data: Array("{\"topic\":\"auctions/\(index)\"}".utf8))
+        }
+        let members = queued(lobby.subscribe(to: ["auctions"], resume: .after(0), packedReplay: true))
+        #expect(members.count == 3 && members.allSatisfy { $0.carried == 1 }, "a collection's observer gets each member's view")
+        #expect(hub.sharedReplays == 1 && lobby.sharedReplays == 0)
     }
 }

@@ -85,7 +85,8 @@ import Testing
     }
 
     /// A replay of many missed bids (about 45 KB: more than one piece of a packed replay) reaches each
-    /// client that resumes from the same id whole, in order and once, then live events; and the
+    /// client that resumes from the same id whole, in order and once, then live events, and so does one
+    /// stream of two subjects (the bids and the currency's changes between them, in the order made); the
     /// delivered count counts every replayed event, not the pieces they came in.
     @Test func aLongReplayComesWholeToEveryClientThatResumesFromTheSameId() throws {
         let server = try TestHerald()
@@ -93,18 +94,33 @@ import Testing
         let client = server.client()
         let id = try server.auction()
         let before = try #require(try client.get("/auctions/\(id)").header("Herald-Event-ID"))
-        for amount in 1...120 { #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"a","amount":\#(amount)}"#).status == 201) }
+        var both: [String] = []
+        for amount in 1...120 {
+            #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"a","amount":\#(amount)}"#).status == 201)
+            both.append("bid \(amount)")
+            if amount.isMultiple(of: 40) {
+                let currency = ["euro", "dollar", "euro"][amount / 40 - 1]
+                #expect(try client.put("/currency", #"{"default":"\#(currency)"}"#).status == 200)
+                both.append("currency \(currency)")
+            }
+        }
         let streams = try (0..<2).map { _ in try server.stream("/auctions/\(id)/events", headers: [("Last-Event-ID", before)]) }
         for stream in streams {
             let replay = try stream.next(120)
             #expect(replay.compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int } == Array(1...120))
         }
+        let many = try server.stream("/events?topic=auctions/\(id)&topic=currency", headers: [("Last-Event-ID", before)])
+        let replay = try many.next(123).map { event in
+            event.event == "currency" ? "currency \(event.json["default"] as? String ?? "")"
+                : "bid \((event.json["bid"] as? [String: Any])?["amount"] as? Int ?? 0)"
+        }
+        #expect(replay == both)
         #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"marker","amount":121}"#).status == 201)
-        for stream in streams {
+        for stream in streams + [many] {
             #expect((try stream.next(named: "bid").json["bid"] as? [String: Any])?["bidder"] as? String == "marker")
         }
         let delivered = try client.get("/metrics").text.split(separator: "\n").first { $0.hasPrefix("herald_events_delivered_total ") }
-        #expect(delivered == "herald_events_delivered_total 242", "two replays of 120 bids, and the marker twice")
+        #expect(delivered == "herald_events_delivered_total 366", "two replays of 120 bids, one of 123 events, and the marker thrice")
     }
 
     @Test func anIdTooOldOrUnreadableGetsResyncThenSnapshot() throws {
