@@ -1,9 +1,9 @@
 @testable import HeraldCore
 import Testing
 
-/// A packed replay (`Hub.subscribe(packedReplay:)`): one topic's missed events in pieces that hold
-/// their frames, the same bytes as the events one by one, made once for every observer that resumes
-/// from the same id until the next event is kept.
+/// A packed replay (`Hub.subscribe(packedReplay:)`): the missed events of one topic or several in pieces
+/// that hold their frames, the same bytes as the events one by one, made once for every observer of the
+/// same topics that resumes from the same id until the next event is kept.
 @Suite struct PackedReplayTests {
     /// Frames like SSE's, one per event: its id and data.
     static let encoder: Event.Encoder = { id, name, data in
