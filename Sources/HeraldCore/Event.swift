@@ -30,6 +30,9 @@ public final class Event: Sendable {
     public let membership: Membership?
     /// The events whose frames `frame` holds: 1, or more for a piece of a packed replay (`init(packing:)`).
     public let carried: Int
+    /// On a packed replay's first piece, when the pack could be written to a file: the frames of all its
+    /// pieces, which a stream may send from the file instead of taking the pieces (`ReplayFile`).
+    public let replayFile: ReplayFile?
 
     /// Encodes an event for the wire (id, name, data), once per event.
     /// The id is nil for a transient event.
@@ -51,12 +54,13 @@ public final class Event: Sendable {
             Membership(id: id, order: order, topic: topic, data: data, tags: tags, itemName: $0, encoder: encoder)
         } : nil
         carried = 1
+        replayFile = nil
     }
 
     /// A piece of a packed replay (`Hub.subscribe(packedReplay:)`): the frames of `events`, durable events
     /// in order, as one frame, to be written as they are. It takes the last one's id, order, topic and
     /// name; it has no data of its own.
-    init(packing events: ArraySlice<Event>) {
+    init(packing events: ArraySlice<Event>, file: ReplayFile? = nil) {
         let last = events[events.endIndex - 1]
         (id, order, durable, topic, name) = (last.id, last.order, true, last.topic, last.name)
         (storedData, dataInFrame, tags, membership) = ([], false, [], nil)
@@ -65,6 +69,7 @@ public final class Event: Sendable {
         for event in events { frame += event.frame }
         self.frame = frame
         carried = events.reduce(0) { $0 + $1.carried }
+        replayFile = file
     }
 
     /// The data an SSE frame carries: its `data:` lines' values, joined by newlines.

@@ -105,7 +105,8 @@ public final class Hub: Sendable {
     /// CPU per resumed client 68–78 µs with 8 KiB pieces, 59–67 µs with 32 KiB, 53–64 µs with 64 KiB
     /// (BENCHMARKS.md, "Packed replays").
     static let packPiece = 32 * 1024
-    /// Replays larger than this are not packed (each pack holds a copy of its events' frames) …
+    /// Replays larger than this are not packed (each pack holds a copy of its events' frames, and its
+    /// file another: `ReplayFile`) …
     static let packLimit = 1 << 20
     /// … and at most this many are kept at once.
     static let packsKept = 8
@@ -600,16 +601,18 @@ public final class Hub: Sendable {
             bytes += event.frame.count
         }
         guard bytes <= packLimit else { return nil }
-        var pieces: [Event] = []
+        var ranges: [ClosedRange<Int>] = []
         var (start, size) = (0, 0)
         for (index, event) in events.enumerated() {
             size += event.frame.count
             if size >= packPiece || index == events.count - 1 {
-                pieces.append(Event(packing: events[start...index]))
+                ranges.append(start...index)
                 (start, size) = (index + 1, 0)
             }
         }
-        return pieces
+        // The first piece carries the file of them all, which a stream that can sends instead.
+        let file = ReplayFile(events, pieces: ranges.count)
+        return ranges.enumerated().map { Event(packing: events[$0.element], file: $0.offset == 0 ? file : nil) }
     }
 
     /// `auctions` for `auctions/7`.

@@ -1,9 +1,11 @@
+import Glibc
 @testable import HeraldCore
 import Testing
 
 /// A packed replay (`Hub.subscribe(packedReplay:)`): the missed events of one topic or several in pieces
 /// that hold their frames, the same bytes as the events one by one, made once for every observer of the
-/// same topics that resumes from the same id until the next event is kept.
+/// same topics that resumes from the same id until the next event is kept; its first piece carries
+/// the frames of all of them in a file, which an SSE stream sends from.
 @Suite struct PackedReplayTests {
     /// Frames like SSE's, one per event: its id and data.
     static let encoder: Event.Encoder = { id, name, data in
@@ -49,6 +51,21 @@ import Testing
         #expect(third.reduce(0) { $0 + $1.carried } == plain.count + 1)
         #expect(third.flatMap(\.frame) == queued(hub.subscribe(to: ["auctions/1"], resume: .after(5))).flatMap(\.frame))
         #expect(hub.sharedReplays == 1, "nothing made before the new event was shared after it")
+    }
+
+    @Test func aPacksFirstPieceCarriesAFileOfEveryPiecesFramesThenCRLF() throws {
+        let hub = hubWithHistory()
+        let pieces = queued(hub.subscribe(to: ["auctions/1", "auctions/2"], resume: .after(5), packedReplay: true))
+        let file = try #require(pieces.first?.replayFile, "the first piece has the file")
+        #expect(pieces.dropFirst().allSatisfy { $0.replayFile == nil }, "only the first")
+        let frames = pieces.flatMap(\.frame)
+        #expect(file.count == frames.count && file.pieces == pieces.count && file.events == 395)
+        var read = [UInt8](repeating: 0, count: frames.count + 16)
+        let got = read.withUnsafeMutableBytes { pread(file.descriptor, $0.baseAddress, $0.count, 0) }
+        #expect(got == frames.count + 2)
+        #expect(Array(read[0..<max(got, 0)]) == frames + [0x0D, 0x0A], "the frames, in order, then the end of a chunk")
+        let shared = queued(hub.subscribe(to: ["auctions/1", "auctions/2"], resume: .after(5), packedReplay: true))
+        #expect(shared.first?.replayFile === file, "shared with the pieces")
     }
 
     @Test func severalTopicsPackAsTheyReplayAndAFilterOrACollectionDoesNot() {

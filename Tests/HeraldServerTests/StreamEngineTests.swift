@@ -134,6 +134,57 @@ import Testing
         #expect(try server.observers(of: "notifications/slow") == 1, "a slow reader that keeps up is not cut off")
     }
 
+    /// A long replay, which a reconnect storm's clients share, is sent from a file (`ReplayFile`) to
+    /// readers with a small receive buffer that read slowly: over HTTP/1.1 as one strict chunk, over
+    /// HTTP/1.0 as the bare bytes, each byte once and in order, then live events after it. (Writes in
+    /// parts: `StreamEngineFileTests`; loopback's send buffer takes these 300 KB at once.)
+    @Test func aLongReplaySentFromItsFileReachesSlowReadersWholeOnBothFramings() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        let id = try server.auction()
+        let before = try #require(try client.get("/auctions/\(id)").header("Herald-Event-ID"))
+        let count = 100
+        let payload = String(repeating: "f", count: 3000)
+        for index in 1...count {
+            #expect(try client.post("/notifications/file", #"{"userInfo":{"n":\#(index),"pad":"\#(payload)"}}"#).status == 202)
+        }
+        let port = server.port
+        let sockets = try ["HTTP/1.1", "HTTP/1.0"].map { version in
+            let socket = try Socket(port: port, receiveBuffer: 4096)
+            try socket.send("GET /notifications/file/events \(version)\r\nHost: 127.0.0.1:\(port)\r\nLast-Event-ID: \(before)\r\n\r\n")
+            return socket
+        }
+        var parsers = [HTTPResponseParser(), HTTPResponseParser()]
+        var bodies: [[UInt8]] = [[], []]
+        func readSlowly(until done: ([UInt8]) -> Bool) throws {
+            let deadline = Date().addingTimeInterval(60)
+            for (index, socket) in sockets.enumerated() {
+                while !done(bodies[index]), Date() < deadline {
+                    socket.setTimeout(1)
+                    guard let bytes = try? socket.receive(max: 1024), !bytes.isEmpty else { continue }
+                    try parsers[index].feed(bytes)
+                    bodies[index] += parsers[index].body
+                    parsers[index].body.removeAll()
+                    Thread.sleep(forTimeInterval: 0.0002)
+                }
+            }
+        }
+        let last = Array(#""n":\#(count),"#.utf8)
+        try readSlowly { body in body.count > 300_000 && body.suffix(3200).firstRange(of: last) != nil }
+        #expect(try client.post("/notifications/file", #"{"userInfo":{"n":\#(count + 1)}}"#).status == 202)
+        let marker = Array(#""n":\#(count + 1)}"#.utf8)
+        try readSlowly { body in body.suffix(200).firstRange(of: marker) != nil }
+
+        #expect(parsers[0].head?.header("Transfer-Encoding") == "chunked" && parsers[1].head?.header("Transfer-Encoding") == nil)
+        let same = bodies[0] == bodies[1]
+        #expect(same, "the same bytes on both framings (\(bodies[0].count) and \(bodies[1].count))")
+        var sse = SSEParser()
+        let events = sse.feed(bodies[0]).filter { $0.event == "notification" }.map { $0.json["userInfo"] as? [String: Any] }
+        #expect(events.compactMap { $0?["n"] as? Int } == Array(1...(count + 1)), "every event once, in order, then the live one")
+        #expect(events.prefix(count).allSatisfy { $0?["pad"] as? String == payload }, "every byte of every event")
+    }
+
     /// A reader that stops is cut off once its queue is full; reconnecting with the last id it got, it
     /// receives exactly the events it missed.
     @Test func aReaderThatStopsIsCutOffAndResumesExactly() throws {

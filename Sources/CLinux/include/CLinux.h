@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 
 /* Linux calls Swift does not see through Glibc. epoll: each registration carries a
    64-bit token, and waiting returns tokens and event bits. */
@@ -160,6 +161,18 @@ static inline void clinux_yield(void) { (void)sched_yield(); }
 /// The cores the process may run on (its CPU affinity: `taskset`, a container's cpuset), at least 1.
 /// (In CLinux.c, which defines _GNU_SOURCE for `sched_getaffinity`.)
 int clinux_usable_cores(void);
+
+/// An anonymous file in memory (close-on-exec), or -1: a packed replay's chunks, sent from it with
+/// `clinux_sendfile`.
+int clinux_memfd(const char *name);
+
+/// Sends up to `count` bytes of `file` from `*offset` to `socket`, moving `*offset`; as sendfile(2).
+static inline long clinux_sendfile(int socket, int file, long *offset, unsigned long count) {
+    off_t at = (off_t)*offset;
+    ssize_t sent = sendfile(socket, file, &at, (size_t)count);
+    *offset = (long)at;
+    return (long)sent;
+}
 
 /// Lowers the calling thread's scheduling priority (its nice value; Linux schedules threads one by one).
 static inline int clinux_nice_this_thread(int nice)

@@ -12,12 +12,30 @@ public enum FeedPoll: Sendable {
     case complete
 }
 
+/// Bytes a stream sends from a file (`sendfile`) rather than from memory: `count` bytes from the file's
+/// start, followed in it by CRLF (the end of an HTTP/1.1 chunk). `owner` keeps the file open while the
+/// stream sends.
+public struct FileRegion: Sendable {
+    public let descriptor: Int32
+    public let count: Int
+    public let owner: any AnyObject & Sendable
+
+    public init(descriptor: Int32, count: Int, owner: any AnyObject & Sendable) {
+        self.descriptor = descriptor
+        self.count = count
+        self.owner = owner
+    }
+}
+
 /// The source of an SSE stream. The stream engine takes its frames when the socket can be written,
 /// and sleeps on it when it is idle until the feed calls the waker.
 public protocol EventFeed: AnyObject, Sendable {
     /// Appends encoded SSE messages (see `SSEEncoder`) to `out`, oldest first, until `out` holds at
     /// least `limit` bytes or nothing is left.
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll
+    /// As `take(into:limit:)`, and the feed may end what it takes with a region of a file (`file`), whose
+    /// bytes the stream sends after `out`'s. A feed that has none leaves `file` nil.
+    func take(into out: inout [UInt8], limit: Int, file: inout FileRegion?) -> FeedPoll
     /// Sets the function to call when an idle feed has something (`false`) or when the feed is over
     /// (`true`: the stream is closed even if it is busy writing). It may be called from any thread.
     func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void)
@@ -51,6 +69,7 @@ public protocol EventFeed: AnyObject, Sendable {
 }
 
 extension EventFeed {
+    public func take(into out: inout [UInt8], limit: Int, file: inout FileRegion?) -> FeedPoll { take(into: &out, limit: limit) }
     public var expires: Date? { nil }
     public var renewable: Bool { false }
     public func warnExpiring() -> Bool { false }

@@ -351,7 +351,9 @@ extension StreamEngine {
             var buffer = loop.owned.spare.isEmpty ? EventStream.buffer() : loop.owned.spare
             loop.owned.spare = []
             let before = stream.feed.eventsTaken
-            let poll = stream.feed.take(into: &buffer, limit: stream.takeSize)
+            // A packed replay may come as a file, sent after the buffer's bytes.
+            var file: FileRegion?
+            let poll = stream.feed.take(into: &buffer, limit: stream.takeSize, file: &file)
             if let observer {
                 let taken = stream.feed.eventsTaken - before
                 if taken > 0 { observer.delivered(taken) }
@@ -360,8 +362,10 @@ extension StreamEngine {
             case .taken:
                 // An empty chunk would end the body.
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
+                if let file { stream.load(file) }
             case .complete:
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
+                if let file { stream.load(file) }
                 closeFeed(stream)
                 stream.ending = true
                 if stream.framing == .chunked { stream.out += Self.lastChunk }
@@ -434,6 +438,7 @@ extension StreamEngine {
         if shuttingDown { shutdown(stream.socket, Int32(SHUT_WR)) }
         close(stream.socket)
         stream.out = []
+        stream.file = nil
         loop.owned.streams.removeValue(forKey: stream.token)
         forget(stream.client, on: loop)
         loop.owned.closedSinceTrim += 1

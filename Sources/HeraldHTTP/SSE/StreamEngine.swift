@@ -134,12 +134,12 @@ public final class StreamEngine: Sendable {
         case clientFull
     }
 
-    /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` to it, on the
+    /// Takes over `socket` (a descriptor of the engine's own) and starts writing `start` (then `file`) to it, on the
     /// loop that fans its events out (unless that one holds `shareSlack` more than the emptiest), else on
     /// the loop that holds the fewest streams; that loop is woken once `hold` (the request thread's) is
     /// released. Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
-             start: [UInt8], hold: WakeHold? = nil, asAccepted: Bool = false) throws(Refusal) {
+             start: [UInt8], file: FileRegion? = nil, hold: WakeHold? = nil, asAccepted: Bool = false) throws(Refusal) {
         let taken = clients.withLock { clients -> Bool in
             guard clients[client, default: 0] < perClientLimit ?? Int.max else { return false }
             clients[client, default: 0] += 1
@@ -164,6 +164,7 @@ public final class StreamEngine: Sendable {
         let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
                                  framing: framing, feed: feed, client: client, requestID: requestID, path: path, start: start,
                                  asAccepted: asAccepted, loop: loop.index)
+        if let file { stream.load(file) }
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
         feed.setWaker { [self] _ in wake(stream) }
         guard post(to: loop, { $0.added.append(stream) }) else {

@@ -183,19 +183,25 @@ extension HTTPServer {
         var start = writesHead ? StreamHead.bytes(headers: headers, framing: framing) : []
         // Counted here: once the engine has the stream, its thread takes from the feed and counts too.
         var taken = 0
+        // A packed replay may come as a file, sent after the head.
+        var file: FileRegion?
         if socket >= 0, writesHead {
             var body = EventStream.buffer()
             body.append(contentsOf: streamPreamble)
-            _ = feed.take(into: &body, limit: EventStream.laggingWriteSize)
+            _ = feed.take(into: &body, limit: EventStream.laggingWriteSize, file: &file)
             taken = feed.eventsTaken
-            let offset = EventStream.frame(&body, framing)
-            start.append(contentsOf: body[offset...])
+            // An empty chunk would end the body.
+            if body.count > EventStream.headroom {
+                let offset = EventStream.frame(&body, framing)
+                start.append(contentsOf: body[offset...])
+            }
         }
         var refused: StreamEngine.Refusal? = .full
         if socket >= 0 {
             do throws(StreamEngine.Refusal) {
                 try streams.add(socket: socket, framing: framing, feed: feed, client: context.client, requestID: context.id,
-                                path: context.target?.path ?? "-", start: start, hold: requestHold, asAccepted: context.socketAsAccepted)
+                                path: context.target?.path ?? "-", start: start, file: file, hold: requestHold,
+                                asAccepted: context.socketAsAccepted)
                 report(200, method: method, context: context, isStream: true)
                 // The first events (snapshot or replay) go out with the head.
                 if let observer, taken > 0 { observer.delivered(taken) }

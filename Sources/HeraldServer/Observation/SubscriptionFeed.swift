@@ -48,6 +48,20 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     }
 
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
+        var none: FileRegion?
+        return take(into: &out, limit: limit, file: &none, sendsFiles: false)
+    }
+
+    func take(into out: inout [UInt8], limit: Int, file: inout FileRegion?) -> FeedPoll {
+        take(into: &out, limit: limit, file: &file, sendsFiles: true)
+    }
+
+    /// Pieces of a packed replay still to pass over: their frames went with the first piece's file.
+    private var skipping = 0
+
+    /// `sendsFiles`: a packed replay's first piece that has a file (`Event.replayFile`) ends the take as
+    /// that file, and its other pieces are passed over.
+    private func take(into out: inout [UInt8], limit: Int, file: inout FileRegion?, sendsFiles: Bool) -> FeedPoll {
         let noticed = !notices.isEmpty
         if noticed {
             out += notices
@@ -55,6 +69,18 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
         }
         var taken = 0
         let poll = subscription.drain { event in
+            if skipping > 0 {
+                skipping -= 1
+                taken += event.carried
+                return skipping > 0
+            }
+            if sendsFiles, let replay = event.replayFile {
+                // Nothing may follow the file in this take: its bytes go after `out`'s.
+                file = FileRegion(descriptor: replay.descriptor, count: replay.count, owner: replay)
+                taken += event.carried
+                skipping = replay.pieces - 1
+                return skipping > 0
+            }
             if event.name != .position { taken += event.carried }
             if let localizer, let frame = localizer.frame(for: event) { out.append(contentsOf: frame) } else { out.append(contentsOf: event.frame) }
             return out.count < limit
