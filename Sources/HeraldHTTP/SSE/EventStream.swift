@@ -36,7 +36,8 @@ final class EventStream: @unchecked Sendable {
     static let laggingWriteSize = 8 * 1024
     // (32 KiB for first events after a drained write was tried for the reconnect storm: 4 % less CPU
     // per resumed client, and the peak above rose from 6.0 to 7.9 MB. Left at 8 KiB. A take appends
-    // whole events: a resumed stream's packed replay (`Hub.packPiece`, 32 KiB) goes in one write a piece.)
+    // whole events: a resumed stream's packed replay goes by `sendfile` from its file (`load(_:)`), or
+    // without one in one write a piece, `Hub.packPiece`, 32 KiB.)
     /// A client that sends more than this after its request is not an SSE client.
     static let inputLimit = 64 * 1024
 
