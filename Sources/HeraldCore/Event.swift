@@ -58,18 +58,23 @@ public final class Event: Sendable {
     }
 
     /// A piece of a packed replay (`Hub.subscribe(packedReplay:)`): the frames of `events`, durable events
-    /// in order, as one frame, to be written as they are. It takes the last one's id, order, topic and
-    /// name; it has no data of its own.
-    init(packing events: ArraySlice<Event>, file: ReplayFile? = nil) {
+    /// in order, as one frame (`frame`, which `frames(of: events)` made), to be written as they are. It
+    /// takes the last one's id, order, topic and name; it has no data of its own.
+    init(packing events: ArraySlice<Event>, frame: [UInt8], file: ReplayFile? = nil) {
         let last = events[events.endIndex - 1]
         (id, order, durable, topic, name) = (last.id, last.order, true, last.topic, last.name)
         (storedData, dataInFrame, tags, membership) = ([], false, [], nil)
-        var frame: [UInt8] = []
-        frame.reserveCapacity(events.reduce(0) { $0 + $1.frame.count })
-        for event in events { frame += event.frame }
         self.frame = frame
         carried = events.reduce(0) { $0 + $1.carried }
         replayFile = file
+    }
+
+    /// The frames of `events`, one after another.
+    static func frames(of events: ArraySlice<Event>) -> [UInt8] {
+        var frames: [UInt8] = []
+        frames.reserveCapacity(events.reduce(0) { $0 + $1.frame.count })
+        for event in events { frames += event.frame }
+        return frames
     }
 
     /// The data an SSE frame carries: its `data:` lines' values, joined by newlines.

@@ -611,9 +611,10 @@ public final class Hub: Sendable {
                 (start, size) = (index + 1, 0)
             }
         }
+        let frames = ranges.map { Event.frames(of: events[$0]) }
         // The first piece carries the file of them all, which a stream that can sends instead.
-        let file = ReplayFile(events, pieces: ranges.count)
-        return ranges.enumerated().map { Event(packing: events[$0.element], file: $0.offset == 0 ? file : nil) }
+        let file = ReplayFile(frames, events: events.reduce(0) { $0 + $1.carried })
+        return ranges.indices.map { Event(packing: events[ranges[$0]], frame: frames[$0], file: $0 == 0 ? file : nil) }
     }
 
     /// `auctions` for `auctions/7`.

@@ -15,30 +15,27 @@ public final class ReplayFile: Sendable {
     public let events: Int
     public let pieces: Int
 
-    /// Writes the frames of `events` (which come as `pieces` pieces) to a new file; nil when it cannot be
-    /// made (no descriptor left, say): the pieces are then taken as they are.
-    init?(_ events: [Event], pieces: Int) {
+    /// Writes `pieces` (each the frames of a pack's piece, in order, `events` in all) to a new file, then
+    /// CRLF; nil when it cannot be made (no descriptor left, say): the pieces are then taken as they are.
+    init?(_ pieces: [[UInt8]], events: Int) {
         let descriptor = clinux_memfd("herald-replay")
         guard descriptor >= 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(events.reduce(2) { $0 + $1.frame.count })
-        for event in events { bytes += event.frame }
-        let count = bytes.count
-        bytes += [0x0D, 0x0A]
-        var written = 0
-        while written < bytes.count {
-            let result = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if result < 0, errno == EINTR { continue }
-            guard result > 0 else {
-                close(descriptor)
-                return nil
+        for bytes in pieces + [[0x0D, 0x0A]] {
+            var written = 0
+            while written < bytes.count {
+                let result = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+                if result < 0, errno == EINTR { continue }
+                guard result > 0 else {
+                    close(descriptor)
+                    return nil
+                }
+                written += result
             }
-            written += result
         }
         self.descriptor = descriptor
-        self.count = count
-        self.events = events.reduce(0) { $0 + $1.carried }
-        self.pieces = pieces
+        count = pieces.reduce(0) { $0 + $1.count }
+        self.events = events
+        self.pieces = pieces.count
     }
 
     deinit { close(descriptor) }

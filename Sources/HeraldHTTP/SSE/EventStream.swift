@@ -134,15 +134,7 @@ final class EventStream: @unchecked Sendable {
     /// Makes `region` the bytes to write after those pending: on HTTP/1.1 one chunk, whose size line
     /// ends `out` and whose CRLF follows the region in its file.
     func load(_ region: FileRegion) {
-        if framing == .chunked {
-            var size = region.count, digits: [UInt8] = []
-            repeat {
-                digits.append(Self.hexDigits[size & 0xF])
-                size >>= 4
-            } while size > 0
-            out += digits.reversed()
-            out += [0x0D, 0x0A]
-        }
+        if framing == .chunked { out += Array(String(region.count, radix: 16).utf8) + [0x0D, 0x0A] }
         file = region
         fileSent = 0
         fileEnd = region.count + (framing == .chunked ? 2 : 0)
