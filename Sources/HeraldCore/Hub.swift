@@ -613,7 +613,7 @@ public final class Hub: Sendable {
         }
         let frames = ranges.map { Event.frames(of: events[$0]) }
         // The first piece carries the file of them all, which a stream that can sends instead.
-        let file = ReplayFile(frames, events: events.reduce(0) { $0 + $1.carried })
+        let file = ReplayFile(frames)
         return ranges.indices.map { Event(packing: events[ranges[$0]], frame: frames[$0], file: $0 == 0 ? file : nil) }
     }
 

@@ -11,13 +11,12 @@ public final class ReplayFile: Sendable {
     public let descriptor: Int32
     /// Bytes of frames, from the file's start; CRLF follows them.
     public let count: Int
-    /// The events the frames are (each piece's `carried`, summed), and the pieces they came as.
-    public let events: Int
+    /// The pieces the frames came as.
     public let pieces: Int
 
-    /// Writes `pieces` (each the frames of a pack's piece, in order, `events` in all) to a new file, then
-    /// CRLF; nil when it cannot be made (no descriptor left, say): the pieces are then taken as they are.
-    init?(_ pieces: [[UInt8]], events: Int) {
+    /// Writes `pieces` (each the frames of a pack's piece, in order) to a new file, then CRLF; nil when
+    /// it cannot be made (no descriptor left, say): the pieces are then taken as they are.
+    init?(_ pieces: [[UInt8]]) {
         let descriptor = clinux_memfd("herald-replay")
         guard descriptor >= 0 else { return nil }
         for bytes in pieces + [[0x0D, 0x0A]] {
@@ -34,7 +33,6 @@ public final class ReplayFile: Sendable {
         }
         self.descriptor = descriptor
         count = pieces.reduce(0) { $0 + $1.count }
-        self.events = events
         self.pieces = pieces.count
     }
 

@@ -59,7 +59,7 @@ import Testing
         let file = try #require(pieces.first?.replayFile, "the first piece has the file")
         #expect(pieces.dropFirst().allSatisfy { $0.replayFile == nil }, "only the first")
         let frames = pieces.flatMap(\.frame)
-        #expect(file.count == frames.count && file.pieces == pieces.count && file.events == 395)
+        #expect(file.count == frames.count && file.pieces == pieces.count && pieces.reduce(0) { $0 + $1.carried } == 395)
         var read = [UInt8](repeating: 0, count: frames.count + 16)
         let got = read.withUnsafeMutableBytes { pread(file.descriptor, $0.baseAddress, $0.count, 0) }
         #expect(got == frames.count + 2)

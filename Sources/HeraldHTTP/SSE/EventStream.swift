@@ -66,7 +66,8 @@ final class EventStream: @unchecked Sendable {
     /// A file's bytes to send after `out`'s (`load(_:)`), and how far into it they are sent.
     var file: FileRegion?
     var fileSent = 0
-    var fileEnd = 0
+    /// Where the file's bytes to send end: on HTTP/1.1 after the CRLF that ends their chunk.
+    private var fileEnd: Int { (file?.count ?? 0) + (framing == .chunked ? 2 : 0) }
     /// The socket was checked to be non-blocking, which `sendfile`, having no flags, needs.
     private var nonBlocking = false
     /// The socket's buffer was full: the engine waits for EPOLLOUT before writing more.
@@ -137,7 +138,6 @@ final class EventStream: @unchecked Sendable {
         if framing == .chunked { out += Array(String(region.count, radix: 16).utf8) + [0x0D, 0x0A] }
         file = region
         fileSent = 0
-        fileEnd = region.count + (framing == .chunked ? 2 : 0)
     }
 
     /// Frames the body after the headroom in place and returns where the bytes to write start.
