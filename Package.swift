@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "HeraldClient"),
         .target(name: "HeraldThreads", dependencies: ["CLinux"]),
         .target(name: "HeraldJSON"),
-        .target(name: "HeraldStore", dependencies: ["CSQLite", "CPostgres", "HeraldJSON", "HeraldThreads"]),
+        .target(name: "HeraldStore", dependencies: ["CLinux", "CSQLite", "CPostgres", "HeraldJSON", "HeraldThreads"]),
         .target(name: "HeraldCore", dependencies: ["CLinux", "HeraldJSON", "HeraldThreads"]),
         .target(name: "HeraldDomain", dependencies: ["HeraldThreads"]),
         .target(name: "HeraldAuth", dependencies: ["HeraldJSON", "HeraldThreads", .product(name: "JWTKit", package: "jwt-kit")]),

@@ -46,6 +46,9 @@ public protocol Store: AnyObject, Sendable {
     /// Heralds changed since this one last looked. Nil when it cannot tell (then `load` reads all).
     /// A record may be both removed and changed (removed, then made again): apply removals first.
     func missedChanges() throws(StoreError) -> StoredChanges?
+    /// A shared store whose replicas tell each other what they commit: `run` takes in, on the writer,
+    /// the events and changes of revisions other Heralds committed, outside any batch's lock.
+    func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken)
     /// Why the store cannot be written now, if it knows (readiness); nil when it can.
     func unwritableReason() -> String?
     /// The bytes the store takes, if it knows (metrics).
@@ -55,7 +58,18 @@ public protocol Store: AnyObject, Sendable {
 extension Store {
     /// Only a shared store has other Heralds' changes to tell.
     public func missedChanges() throws(StoreError) -> StoredChanges? { nil }
+    public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {}
     public func tidy() {}
+}
+
+/// What became of news another replica committed (`Store.onNews`).
+public enum NewsTaken: Sendable {
+    /// Memory took it in, and its events are published.
+    case taken
+    /// Memory did not touch it: a batch reads it back under the lock.
+    case declined
+    /// Memory took a part of it: it must be restored from the store.
+    case failed
 }
 
 /// What a batch of a shared store finds when it begins.

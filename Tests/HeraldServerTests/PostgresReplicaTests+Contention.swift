@@ -1,4 +1,6 @@
 import Foundation
+@testable import HeraldServer
+@testable import HeraldStore
 import HeraldTestSupport
 import Synchronization
 import Testing
@@ -39,6 +41,9 @@ extension PostgresReplicaTests {
             return taken
         }.compactMap { $0 }.flatMap { $0 }
         #expect(acknowledged.count > 100, "the replicas took bids: \(acknowledged.count)")
+        // What each took in of the others' commits came from their news, not from reading it back.
+        let fromNews = servers.map { ($0.herald.journal.store as? PostgresStore)?.revisionsTakenFromNews ?? 0 }
+        #expect(fromNews.allSatisfy { $0 > 10 }, "revisions taken from news on each replica: \(fromNews)")
         var orders: [[String]] = []
         for (index, stream) in streams.enumerated() {
             var ids: [String] = []

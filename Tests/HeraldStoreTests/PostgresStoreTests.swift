@@ -14,6 +14,12 @@ struct PostgresStoreTests {
                     tags: ["delay", "line\nbreak"], at: at)
     }
 
+    /// An event whose bytes are text, as Herald's are (news carries those).
+    func textEvent(_ id: UInt64) -> StoredEvent {
+        StoredEvent(id: id, topic: "auctions/1", name: "bid", data: Array(#"{"topic":"auctions/1","n":\#(id),"é":"€"}"#.utf8),
+                    tags: ["was:status=open"], at: Date(timeIntervalSince1970: 1_000_000.125))
+    }
+
     @Test func eventsRecordsAuctionsAndBidsRoundTripAcrossReopening() throws {
         let url = try TestPostgres.database()
         let auction = StoredAuction(id: "7", item: "Watch 'n' chain", startingPrice: 100, createdAt: "2026-11-23T06:00:00Z",
@@ -226,6 +232,129 @@ struct PostgresStoreTests {
         try second.commitBatch()
     }
 
+    /// News: a store whose writer takes in other stores' news (`onNews`) gets, from the listener,
+    /// what another store's batch committed (its events, records, removals, auctions and bids), and
+    /// takes it in before its next batch asks for the lock: that batch does not begin behind, and
+    /// reads nothing back. A batch whose bytes are not text is notified without news, and read back.
+    @Test func aStoreTakesInAnotherStoresCommitFromItsNewsWithoutReadingIt() throws {
+        let url = try TestPostgres.database()
+        let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        let auction = StoredAuction(id: "1", item: "Lot ü", startingPrice: 1, createdAt: "2026-11-26T06:00:00Z", status: "open",
+                                    countdownSeconds: 60, deadline: "2999-01-01T00:00:00Z", winner: nil, closedAt: nil)
+        func counted(_ auction: StoredAuction, _ count: Int) -> StoredAuction { var auction = auction; auction.bidCount = count; return auction }
+        try writer.commit(event: textEvent(1), records: [RecordChange(kind: "unit", id: "gone", document: Array("{}".utf8))],
+                          auction: nil, bid: nil)
+        _ = try reader.load(eventLimit: 0)
+        let taken = Lock<[(events: [StoredEvent], changes: StoredChanges)]>([])
+        reader.onNews { events, changes in
+            taken.withLock { $0.append((events, changes)) }
+            return .taken
+        }
+        let heard = Lock(0)
+        let listener = reader.listen { heard.withLock { $0 += 1 } }
+        listener.start()
+        defer { listener.stop() }
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
+
+        try writer.beginBatch()
+        try writer.commit(event: textEvent(2), records: [RecordChange(kind: "unit", id: "a", document: Array(#"{"id":"a","x":"ß"}"#.utf8)),
+                                                         RecordChange(kind: "unit", id: "gone", document: nil)],
+                          auction: counted(auction, 1), bid: StoredBid(number: 1, bidder: "ann", amount: 5, at: "2026-11-26T06:00:01Z"))
+        try writer.commit(event: textEvent(3), records: [], auction: counted(auction, 2),
+                          bid: StoredBid(number: 2, bidder: "bob", amount: 6, at: "2026-11-26T06:00:02Z"))
+        try writer.commitBatch()
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 2 }, "the commit is heard")
+
+        #expect(try reader.beginBatch()?.behind == false, "the news was taken in before the batch asked for the lock")
+        #expect(reader.revisionsTakenFromNews == 1)
+        #expect(try reader.missedChanges() == nil, "nothing is read back")
+        try reader.commitBatch()
+        let news = taken.withLock { $0 }
+        #expect(news.count == 1)
+        #expect(news.first?.events == [textEvent(2), textEvent(3)], "the events, bytes, tags and time as committed")
+        let changes = try #require(news.first?.changes)
+        #expect(changes.changed.records["unit"]?.map(\.id) == ["a"])
+        #expect(changes.changed.records["unit"]?.first?.document == Array(#"{"id":"a","x":"ß"}"#.utf8))
+        #expect(changes.removed.map(\.id) == ["gone"])
+        #expect(changes.changed.auctions.map(\.id) == ["1"])
+        #expect(changes.changed.auctions.first?.item == "Lot ü")
+        #expect(changes.changed.auctions.first?.deadline == "2999-01-01T00:00:00Z")
+        #expect(changes.changed.auctions.first?.bids.map(\.bidder) == ["ann", "bob"], "every bid of the batch, in order")
+        #expect(changes.changed.auctions.first?.bidCount == 2)
+
+        // Bytes that are not text go without news: the reader reads the batch back with its lock.
+        try writer.beginBatch()
+        try writer.commit(event: event(4), records: [], auction: nil, bid: nil)
+        try writer.commitBatch()
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 3 })
+        #expect(try reader.beginBatch()?.behind == true)
+        #expect(reader.revisionsTakenFromNews == 1, "nothing more was taken from news")
+        #expect(try reader.events(after: 3) == [event(4)], "read back, bytes as written")
+        try reader.commitBatch()
+        #expect(taken.withLock { $0.count } == 1)
+    }
+
+    /// A batch that waits for the lock takes in, meanwhile, the news of a batch committed while it
+    /// waited (the one before the holder's), and with the lock the holder's own, heard a moment after
+    /// the lock came free: it begins caught up, and reads nothing back.
+    @Test func aBatchWaitingForTheLockTakesInWhatIsCommittedMeanwhile() throws {
+        let url = try TestPostgres.database()
+        let (first, second, third) = (try PostgresStore(url: url), try PostgresStore(url: url), try PostgresStore(url: url))
+        _ = try third.load(eventLimit: 0)
+        let began = Atomic<Bool>(false)
+        let taken = Lock<[(ids: [UInt64], waiting: Bool)]>([])
+        third.onNews { events, _ in
+            taken.withLock { $0.append((events.map(\.id), !began.load(ordering: .relaxed))) }
+            return .taken
+        }
+        let heard = Lock(0)
+        let listener = third.listen { heard.withLock { $0 += 1 } }
+        listener.start()
+        defer { listener.stop() }
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 }, "once when it connects")
+        let waiting = { (try? TestPostgres.run("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", on: url)) ?? "" }
+
+        try first.beginBatch()
+        try first.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
+        // The second asks for the lock, then the third: the second is first in line.
+        let secondMayCommit = DispatchSemaphore(value: 0)
+        let secondDone = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? second.beginBatch()
+            _ = try? second.commit(event: textEvent(2), records: [], auction: nil, bid: nil)
+            secondMayCommit.wait()
+            _ = try? second.commitBatch()
+            secondDone.signal()
+        }.start()
+        #expect(eventually(timeout: 30) { waiting() == "1" })
+        let thirdStart = Lock<BatchStart?>(nil)
+        let thirdDone = DispatchSemaphore(value: 0)
+        Thread {
+            let start = try? third.beginBatch()
+            began.store(true, ordering: .relaxed)
+            thirdStart.withLock { $0 = start }
+            _ = try? third.commit(event: textEvent(3), records: [], auction: nil, bid: nil)
+            _ = try? third.commitBatch()
+            thirdDone.signal()
+        }.start()
+        #expect(eventually(timeout: 30) { waiting() == "2" })
+
+        try first.commitBatch()
+        #expect(eventually(timeout: 30) { taken.withLock { $0.count } == 1 }, "the first's news, while the third still waits")
+        #expect(taken.withLock { $0.first?.ids } == [1])
+        #expect(taken.withLock { $0.first?.waiting } == true)
+        secondMayCommit.signal()
+        #expect(secondDone.wait(timeout: .now() + 30) == .success)
+        #expect(thirdDone.wait(timeout: .now() + 30) == .success)
+        #expect(taken.withLock { $0.map(\.ids) } == [[1], [2]], "then the second's, before the third's batch began")
+        #expect(taken.withLock { $0.allSatisfy(\.waiting) })
+        #expect(thirdStart.withLock { $0?.behind } == false, "it began caught up")
+        #expect(thirdStart.withLock { $0?.committed } == 2)
+        #expect(third.revisionsTakenFromNews == 2)
+        #expect(third.prefetchedBatches == 0, "it read nothing with its lock")
+        #expect(try TestPostgres.run("SELECT string_agg(id::text, ',' ORDER BY id) FROM herald_events", on: url) == "1,2,3")
+    }
+
     @Test func theListenerHearsEveryCommitOfAnotherStore() throws {
         let url = try TestPostgres.database()
         let (watcher, writer) = (try PostgresStore(url: url), try PostgresStore(url: url))
@@ -245,7 +374,7 @@ struct PostgresStoreTests {
         #expect(watcher.unwritableReason() == nil)
         let name = try #require(URL(string: url)?.lastPathComponent)
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
-        try TestPostgres.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND query ILIKE 'LISTEN%'")
+        try TestPostgres.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND (query ILIKE 'LISTEN%' OR query ILIKE '%listening_since%')")
         #expect(eventually(timeout: 30) { watcher.unwritableReason() != nil }, "a lost listener makes the store not ready")
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
         #expect(eventually(timeout: 30) { watcher.unwritableReason() == nil && heard.withLock { $0 } == 4 },

@@ -25,5 +25,17 @@ extension Subjects {
                 return false
             }
         }
+        // What the other replicas' news carries, merged as it is heard (the bids must add up, and no
+        // auction may close in it: else it is read back under the lock).
+        journal.onMerge { [weak auctions, weak currency, weak trips, weak units] changes in
+            guard let auctions, let currency, let trips, let units else { return false }
+            let subjects = Subjects(auctions: auctions, currency: currency, trips: trips, units: units)
+            do {
+                return try subjects.merge(changes)
+            } catch {
+                logger.error("memory could not take in another replica's news", metadata: ["error": "\(error)"])
+                return false
+            }
+        }
     }
 }

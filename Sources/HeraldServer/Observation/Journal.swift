@@ -52,6 +52,10 @@ final class Journal: ChangeSink {
         let run: @Sendable () -> Bool
     }
 
+    private struct Merge: Sendable {
+        let run: @Sendable (StoredChanges) -> Bool
+    }
+
     private struct Published: Sendable {
         let count: @Sendable (_ name: String) -> Void
     }
@@ -67,6 +71,12 @@ final class Journal: ChangeSink {
         /// What makes memory equal to the store after other Heralds committed (a shared store):
         /// restores it as at start. Returns whether it could.
         var catchUp: Reload?
+        /// What merges into memory what other Heralds committed, from their news; false when memory
+        /// could not take all of it.
+        var merge: Merge?
+        /// While a batch begins (`prepareBatch`): news may be taken in only then, between changes,
+        /// never while a change runs.
+        var preparing = false
         /// Told of each event published, by name (metrics).
         var published: Published?
     }
@@ -225,6 +235,37 @@ final class Journal: ChangeSink {
         onWriter { $0.catchUp = Reload(run: run) }
     }
 
+    /// Sets what merges other Heralds' news into memory (a shared store whose replicas send news).
+    func onMerge(_ run: @escaping @Sendable (StoredChanges) -> Bool) {
+        onWriter { $0.merge = Merge(run: run) }
+        store?.onNews { [weak self] events, changes in self?.takeIn(events, changes) ?? .declined }
+    }
+
+    /// Takes in, on the writer and outside any batch, what other Heralds committed, from their news
+    /// (`Store.onNews`): memory merges their changes and their events are published with their ids,
+    /// as a batch that caught up under the lock would. Declined, and left to be read under the lock,
+    /// when an auction in it would close on the spot (its countdown ran out meanwhile): its `closed`
+    /// event takes the next id, which only a batch that holds the lock may give.
+    private func takeIn(_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken {
+        let closing = clock.now.addingTimeInterval(1)
+        for auction in changes.changed.auctions where auction.status == Auction.Status.open.rawValue {
+            if let deadline = auction.deadline.flatMap(Timestamp.parse), deadline <= closing { return .declined }
+        }
+        guard let merge = state.withValue({ $0.preparing ? $0.merge : nil }) else { return .declined }
+        let taken = visibility.write { () -> Bool in
+            guard merge.run(changes) else { return false }
+            let last = state.withValue { $0.sequence }
+            for event in events where event.id > last {
+                apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
+                             updates: [], data: event.data))
+            }
+            return true
+        }
+        guard taken else { return .failed }
+        if let last = events.last?.id { state.withValue { $0.sequence = max($0.sequence, last) } }
+        return .taken
+    }
+
     /// Queues a batch that only catches up with what other Heralds committed (the store's listener
     /// heard of a commit). Until the queued change runs, another wake is not queued: the batch that
     /// runs it began (under the store's lock) after the commit that was heard.
@@ -241,6 +282,8 @@ final class Journal: ChangeSink {
     func prepareBatch() -> DomainError? {
         guard let store, store.isShared else { return nil }
         do throws(StoreError) {
+            state.withValue { $0.preparing = true }
+            defer { state.withValue { $0.preparing = false } }
             let start = try store.beginBatch()
             let last = state.withValue { $0.sequence }
             guard let start, start.behind || start.committed != last else {
@@ -427,10 +470,13 @@ final class Journal: ChangeSink {
 
     /// An auction's fields as the store keeps them.
     static func stored(_ auction: Auction) -> StoredAuction {
-        StoredAuction(id: auction.id.description, item: auction.item, startingPrice: auction.startingPrice,
-                      createdAt: Timestamp.format(auction.createdAt), status: auction.status.rawValue,
-                      countdownSeconds: auction.countdown.seconds, deadline: auction.countdown.deadline.map(Timestamp.format),
-                      winner: auction.winner, closedAt: auction.closedAt.map(Timestamp.format))
+        var stored = StoredAuction(id: auction.id.description, item: auction.item, startingPrice: auction.startingPrice,
+                                   createdAt: Timestamp.format(auction.createdAt), status: auction.status.rawValue,
+                                   countdownSeconds: auction.countdown.seconds, deadline: auction.countdown.deadline.map(Timestamp.format),
+                                   winner: auction.winner, closedAt: auction.closedAt.map(Timestamp.format))
+        // Other replicas check the bids they take in against it.
+        stored.bidCount = auction.bids.count
+        return stored
     }
 
     static func stored(_ bid: Bid) -> StoredBid {

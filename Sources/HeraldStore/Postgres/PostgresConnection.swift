@@ -253,8 +253,12 @@ final class PostgresConnection: @unchecked Sendable {
     /// Ends the pipeline's round trip: asks PostgreSQL to answer everything queued, and reads the
     /// answers. Returns the rows of each statement, in order. Throws the first failure among them
     /// (also kept for `takeFailure()`).
+    ///
+    /// With a `wake` descriptor (an eventfd), whenever it is signalled while an answer is awaited,
+    /// `whileWaiting` runs on this thread (a batch waiting for the write lock takes in what other
+    /// replicas commit meanwhile); it must not use this connection.
     @discardableResult
-    func flush() throws(StoreError) -> [Rows] {
+    func flush(wake: Int32 = -1, whileWaiting: () -> Void = {}) throws(StoreError) -> [Rows] {
         let sent = unread
         unread = []
         guard PQpipelineSync(handle) == 1 else {
@@ -265,6 +269,7 @@ final class PostgresConnection: @unchecked Sendable {
         var first: StoreError?
         answers.reserveCapacity(sent.count)
         for (index, item) in sent.enumerated() {
+            if wake >= 0 { awaitAnswer(wake: wake, whileWaiting) }
             // Each answer is one result, then a null.
             var answered = false
             var succeeded = false
@@ -305,6 +310,26 @@ final class PostgresConnection: @unchecked Sendable {
             throw first
         }
         return answers
+    }
+
+    /// Returns when an answer can be read without waiting (or the connection failed, which reading
+    /// then reports), running `whileWaiting` each time `wake` is signalled meanwhile.
+    private func awaitAnswer(wake: Int32, _ whileWaiting: () -> Void) {
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { return }
+        while PQisBusy(handle) == 1 {
+            var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            guard poll(&descriptors, 2, -1) >= 0 else {
+                if errno == EINTR { continue }
+                return
+            }
+            if descriptors[1].revents != 0 {
+                var count: UInt64 = 0
+                _ = read(wake, &count, 8)
+                whileWaiting()
+            }
+            if descriptors[0].revents != 0, PQconsumeInput(handle) != 1 { return }
+        }
     }
 
     /// The first failure of a queued statement since the last call, if any.

@@ -11,6 +11,13 @@ public final class PostgresListener: Sendable {
     private let listening: SharedFlag
     private let heard: @Sendable (_ payloads: [String]?) -> Void
     private let messages: Lock<MessageHandler?> = Lock(nil)
+    /// Read after each (re)connection, once listening, before `heard(nil)`: its first value is what
+    /// was committed then (what came before may have been missed; what follows is heard).
+    private let since: Since?
+    struct Since: Sendable {
+        let sql: String
+        let run: @Sendable (String) -> Void
+    }
     /// Messages to send, on the listener's connection, at its next turn (within `turn` milliseconds).
     private let outbox = Lock<[String]>([])
 
@@ -26,8 +33,8 @@ public final class PostgresListener: Sendable {
     /// The longest message PostgreSQL carries (a NOTIFY payload is under 8,000 bytes).
     public static let messageLimit = 7_900
 
-    init(url: String, channel: String, listening: SharedFlag, heard: @escaping @Sendable (_ payloads: [String]?) -> Void) {
-        (self.url, self.channel, self.listening, self.heard) = (url, channel, listening, heard)
+    init(url: String, channel: String, listening: SharedFlag, since: Since? = nil, heard: @escaping @Sendable (_ payloads: [String]?) -> Void) {
+        (self.url, self.channel, self.listening, self.since, self.heard) = (url, channel, listening, since, heard)
     }
 
     /// Sets what is called with each message another replica (or this one) sent; before `start`.
@@ -49,7 +56,7 @@ public final class PostgresListener: Sendable {
     /// missed), and the message handler with each message.
     public func start() {
         guard !stopped.isSet, !started.raise() else { return }
-        let (url, channel, listening, heard, messages, outbox) = (url, channel, listening, heard, messages, outbox)
+        let (url, channel, listening, heard, messages, outbox, since) = (url, channel, listening, heard, messages, outbox, since)
         let thread = Thread { [stopped, ended] in
             var connection: PostgresConnection?
             let handler = messages.withLock { $0 }
@@ -61,6 +68,7 @@ public final class PostgresListener: Sendable {
                         if handler != nil { try made.execute("LISTEN \(Self.messageChannel)") }
                         connection = made
                         listening.set(true)
+                        if let since, let value = try made.text(since.sql) { since.run(value) }
                         heard(nil)
                     } catch {
                         listening.set(false)

@@ -14,17 +14,23 @@ extension PostgresStore {
 
     /// The reads of what changed in the revisions missed: records, removals, auctions, bids.
     static func missedReads(_ missed: Missed) -> [Statement] {
-        [records(changed: missed), ("SELECT kind, id FROM herald_removals \(missed.filter) ORDER BY kind, id", missed.parameters)]
+        [records(changed: missed), ("SELECT kind, id, revision FROM herald_removals \(missed.filter) ORDER BY kind, id", missed.parameters)]
             + auctions(changed: missed)
     }
 
-    /// What changed, from the answers to `missedReads`.
-    static func changes(_ answers: [PostgresConnection.Rows]) -> StoredChanges {
+    /// What changed, from the answers to `missedReads`: in the revisions after `after`, when given
+    /// (the rest was taken in from news while the reads waited for the lock).
+    static func changes(_ answers: [PostgresConnection.Rows], after: Int64 = -1) -> StoredChanges {
         var changes = StoredChanges()
-        changes.changed.records = records(answers[0])
-        changes.removed = answers[1].rows.map { ($0[0] ?? "", $0[1] ?? "") }
-        changes.changed.auctions = auctions(answers[2], bids: answers[3])
+        changes.changed.records = records(answers[0], after: after)
+        changes.removed = answers[1].rows.filter { newer($0[2], than: after) }.map { ($0[0] ?? "", $0[1] ?? "") }
+        changes.changed.auctions = auctions(answers[2], bids: answers[3], after: after)
         return changes
+    }
+
+    /// Whether a row's revision is after `after` (every row when it is -1).
+    private static func newer(_ revision: String?, than after: Int64) -> Bool {
+        after < 0 || (Int64(revision ?? "") ?? .max) > after
     }
 
     /// The revisions a batch that began behind missed: after the one it saw last, through the one it
@@ -54,13 +60,13 @@ extension PostgresStore {
 
     /// The read of records, each in id order: every one, or those changed in the revisions missed.
     static func records(changed missed: Missed?) -> Statement {
-        ("SELECT kind, id, document FROM herald_records \(missed?.filter ?? "") ORDER BY kind, id", missed?.parameters ?? [])
+        ("SELECT kind, id, document, revision FROM herald_records \(missed?.filter ?? "") ORDER BY kind, id", missed?.parameters ?? [])
     }
 
-    /// Records by kind, from their read.
-    static func records(_ answer: PostgresConnection.Rows) -> [String: [(id: String, document: [UInt8])]] {
+    /// Records by kind, from their read (those changed after the revision `after`, when given).
+    static func records(_ answer: PostgresConnection.Rows, after: Int64 = -1) -> [String: [(id: String, document: [UInt8])]] {
         var records: [String: [(id: String, document: [UInt8])]] = [:]
-        for row in answer.rows {
+        for row in answer.rows where newer(row[3], than: after) {
             records[row[0] ?? "", default: []].append((row[1] ?? "", PostgresConnection.bytes(row[2])))
         }
         return records
@@ -76,27 +82,27 @@ extension PostgresStore {
         let bidCount = missed == nil ? "" : ", (SELECT max(number) FROM herald_bids b WHERE b.auction_id = herald_auctions.id)"
         return [
             ("""
-             SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at\(bidCount)
+             SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at, revision\(bidCount)
              FROM herald_auctions \(filter) ORDER BY length(id), id
              """, parameters),
-            ("SELECT auction_id, number, bidder, amount, at FROM herald_bids \(bidFilter) ORDER BY auction_id, number", parameters),
+            ("SELECT auction_id, number, bidder, amount, at, revision FROM herald_bids \(bidFilter) ORDER BY auction_id, number", parameters),
         ]
     }
 
-    /// Auctions with their bids, from their reads.
-    static func auctions(_ answer: PostgresConnection.Rows, bids: PostgresConnection.Rows) -> [StoredAuction] {
+    /// Auctions with their bids, from their reads (those changed after the revision `after`, when given).
+    static func auctions(_ answer: PostgresConnection.Rows, bids: PostgresConnection.Rows, after: Int64 = -1) -> [StoredAuction] {
         var auctions: [StoredAuction] = []
         var index: [String: Int] = [:]
-        for row in answer.rows {
+        for row in answer.rows where newer(row[9], than: after) {
             let id = row[0] ?? ""
             index[id] = auctions.count
             auctions.append(StoredAuction(
                 id: id, item: row[1] ?? "", startingPrice: Int64(row[2] ?? "") ?? 0, createdAt: row[3] ?? "",
                 status: row[4] ?? "", countdownSeconds: Int(row[5] ?? "") ?? 0, deadline: row[6], winner: row[7],
                 closedAt: row[8]))
-            if row.count > 9 { auctions[auctions.count - 1].bidCount = Int(row[9] ?? "0") ?? 0 }
+            if row.count > 10 { auctions[auctions.count - 1].bidCount = Int(row[10] ?? "0") ?? 0 }
         }
-        for row in bids.rows {
+        for row in bids.rows where newer(row[5], than: after) {
             guard let position = index[row[0] ?? ""] else { continue }
             auctions[position].bids.append(StoredBid(number: Int(row[1] ?? "") ?? 0, bidder: row[2] ?? "",
                                                      amount: Int64(row[3] ?? "") ?? 0, at: row[4] ?? ""))
@@ -154,11 +160,9 @@ extension PostgresStore {
     /// The sequence row, written last in its transaction (a reader that sees it committed sees every
     /// event up to it), with the revision the transaction commits, and the notification every listener
     /// hears of when it commits.
-    static func advance(to sequence: UInt64?, revision: Int64) -> [Statement] {
-        [
-            ("UPDATE herald_sequence SET value = coalesce($1, value), revision = $2", [sequence.map { .int(Int64($0)) } ?? .null, .int(revision)]),
-            ("SELECT pg_notify($1, $2)", [.text(channel), .text(String(revision))]),
-        ]
+    static func advance(to sequence: UInt64?, revision: Int64, notifying payloads: [String]? = nil) -> [Statement] {
+        [("UPDATE herald_sequence SET value = coalesce($1, value), revision = $2", [sequence.map { .int(Int64($0)) } ?? .null, .int(revision)])]
+            + (payloads ?? [String(revision)]).map { ("SELECT pg_notify($1, $2)", [.text(channel), .text($0)]) }
     }
 
     static func event(_ row: [String?]) -> StoredEvent {

@@ -1,4 +1,5 @@
 public import Foundation
+import CLinux
 import HeraldThreads
 import Synchronization
 
@@ -11,8 +12,14 @@ import Synchronization
 /// Its changes are pipelined (sent without waiting for their answers), so a batch takes one round trip
 /// to begin and one to commit, however many changes it holds; a change PostgreSQL refuses fails the
 /// whole batch. The sequence row is written last, with a
-/// `pg_notify('herald', id)` that every replica's listener gets at commit. So the ids are gapless, in
-/// commit order, and the same on every replica. PostgreSQL syncs its log at each commit
+/// `pg_notify('herald', …)` that every replica's listener gets at commit. So the ids are gapless, in
+/// commit order, and the same on every replica.
+///
+/// The notifications carry the batch's news (`CommitNews`: its events and what it changed), so the
+/// other replicas take it in as soon as their listeners hear it, on their writers, without the lock
+/// and without reading it back: before a batch asks for the lock, and while it waits for it. What a
+/// batch still finds missing when it has the lock (news not heard yet, or too large to carry) it
+/// reads, as before. PostgreSQL syncs its log at each commit
 /// (`synchronous_commit` is on for Herald's session), so a commit it acknowledged survives a crash of
 /// either process.
 public final class PostgresStore: Store {
@@ -29,14 +36,23 @@ public final class PostgresStore: Store {
     /// cannot connect, readiness says the database is lost.
     public func listen(_ heard: @escaping @Sendable () -> Void) -> PostgresListener {
         wakeAfterFailure.withLock { $0 = Wake(run: heard) }
-        return PostgresListener(url: url, channel: Self.channel, listening: listening) { [self] payloads in
+        // Once listening, the revision committed then: news of what came before may have been missed
+        // (it is read), what follows is heard.
+        let since = PostgresListener.Since(sql: "SELECT revision AS listening_since FROM herald_sequence") { [self] value in
+            let revision = Int64(value) ?? .max
+            heardNews.withLock { $0.missedBefore = max($0.missedBefore, revision) }
+        }
+        return PostgresListener(url: url, channel: Self.channel, listening: listening, since: since) { [self] payloads in
             guard let payloads else {
                 heardRevision.max(seen.load(ordering: .relaxed) + 1, ordering: .relaxed)
+                signalNews()
                 return heard()
             }
-            // A payload is the revision committed; one that does not read counts as news. This
-            // store's own commit is not (the notification may come before `seen` moves past it).
-            let revisions = payloads.map { Int64($0) ?? .max }
+            // A payload is the revision committed, with a part of its news or alone; one that does not
+            // read counts as news. This store's own commit is not (the notification may come before
+            // `seen` moves past it).
+            let revisions = payloads.map { CommitNews.header($0)?.revision ?? .max }
+            if assemble(payloads) { signalNews() }
             heardRevision.max(revisions.max() ?? .max, ordering: .relaxed)
             let (known, own) = (seen.load(ordering: .relaxed), committing.load(ordering: .relaxed))
             guard revisions.contains(where: { $0 > known && $0 != own }) else { return }
@@ -47,6 +63,135 @@ public final class PostgresStore: Store {
 
     /// The revision this store's batch is committing, or committed last.
     private let committing = Atomic<Int64>(-1)
+
+    /// Other replicas' news, as the listener heard it: parts of a revision's news still coming, and
+    /// news whole, by revision, until the writer takes it in (or reads past it).
+    private struct Heard: Sendable {
+        var parts: [Int64: [Substring?]] = [:]
+        var whole: [Int64: CommitNews] = [:]
+        /// The newest revision heard of without its news (too large to carry, not text, or heard
+        /// without a word after the listener connected again): up to it, a batch reads.
+        var missedBefore: Int64 = -1
+    }
+    private let heardNews = Lock(Heard())
+    /// Signalled when news is whole: wakes a batch that waits for the lock, to take it in meanwhile.
+    private let newsWake: Int32 = cepoll_eventfd()
+    /// Runs on the writer: takes news into memory (`onNews`).
+    private let takeIn = Lock<TakeIn?>(nil)
+    private struct TakeIn: Sendable {
+        let run: @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken
+    }
+    /// The revisions taken in from news, not read back (tests tell the two ways apart by it).
+    private let newsTakenIn = Atomic<Int>(0)
+    var revisionsTakenFromNews: Int { newsTakenIn.load(ordering: .relaxed) }
+    /// News kept for at most this many revisions ahead of the writer; beyond, it is read back.
+    private static let heardLimit = 1_000
+
+    public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {
+        takeIn.withLock { $0 = TakeIn(run: run) }
+    }
+
+    private func signalNews() {
+        var one: UInt64 = 1
+        _ = write(newsWake, &one, 8)
+    }
+
+    deinit { if newsWake >= 0 { close(newsWake) } }
+
+    /// Puts the payloads' parts of news together (on the listener's thread); true when some news is
+    /// now whole.
+    private func assemble(_ payloads: [String]) -> Bool {
+        let known = seen.load(ordering: .relaxed)
+        return heardNews.withLock { (heard: inout Heard) -> Bool in
+            var whole = false
+            for payload in payloads {
+                guard let header = CommitNews.header(payload), let part = header.part else {
+                    let revision = CommitNews.header(payload)?.revision ?? .max
+                    heard.missedBefore = max(heard.missedBefore, revision == .max ? known + Int64(Self.heardLimit) : revision)
+                    whole = true  // wakes a batch waiting for news, which then reads
+                    continue
+                }
+                let revision = header.revision
+                guard revision > known, revision <= known + Int64(Self.heardLimit) else { continue }
+                var parts = heard.parts[revision] ?? Array(repeating: nil, count: part.count)
+                guard parts.count == part.count else { continue }
+                parts[part.index] = part.body
+                guard parts.allSatisfy({ $0 != nil }) else {
+                    heard.parts[revision] = parts
+                    continue
+                }
+                heard.parts[revision] = nil
+                var body: [UInt8] = []
+                for part in parts { if let part { body.append(contentsOf: part.utf8) } }
+                if let news = CommitNews(revision: revision, body: body) {
+                    heard.whole[revision] = news
+                } else {
+                    heard.missedBefore = max(heard.missedBefore, revision)
+                }
+                whole = true
+            }
+            return whole
+        }
+    }
+
+    /// The longest a batch that has the lock waits for the news of the revisions it found committed
+    /// (its predecessor's commit, heard a moment after the lock came free), before it reads them.
+    static let newsWait: Int32 = 20
+
+    /// With the lock, behind `revision`: takes in the news of the revisions missed, waiting for it up
+    /// to `newsWait` milliseconds, unless some of it is known not to come. Whatever is still missing
+    /// after it is read.
+    private func awaitNews(through revision: Int64, _ state: inout State) {
+        let deadline = Self.milliseconds() + Int64(Self.newsWait)
+        while true {
+            guard takeInNews(&state) != .declined, state.seenRevision >= 0, state.seenRevision < revision,
+                  heardNews.withLock({ $0.missedBefore }) <= state.seenRevision else { return }
+            let left = deadline - Self.milliseconds()
+            guard left > 0 else { return }
+            var descriptor = pollfd(fd: newsWake, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, Int32(left)) > 0 {
+                var count: UInt64 = 0
+                _ = Glibc.read(newsWake, &count, 8)
+            }
+        }
+    }
+
+    /// Whether this store's writer takes in news (then a batch waits for news instead of reading).
+    private var takesNews: Bool { takeIn.withLock { $0 } != nil }
+
+    /// Takes in, on the writer, the news of every revision after the one seen, as far as it is whole
+    /// and unbroken; the state then has seen them. Declined news is left to be read back.
+    @discardableResult
+    private func takeInNews(_ state: inout State) -> NewsTaken? {
+        guard state.seenRevision >= 0, let takeIn = takeIn.withLock({ $0 }) else { return nil }
+        let seenRevision = state.seenRevision
+        let news = heardNews.withLock { heard -> CommitNews? in
+            heard.whole = heard.whole.filter { $0.key > seenRevision }
+            heard.parts = heard.parts.filter { $0.key > seenRevision }
+            var joined: CommitNews?
+            var next = seenRevision + 1
+            while let news = heard.whole.removeValue(forKey: next) {
+                joined = joined.map { $0.joined(with: news) } ?? news
+                next += 1
+            }
+            return joined
+        }
+        guard let news else { return nil }
+        let taken = takeIn.run(news.events, news.changes)
+        switch taken {
+        case .taken:
+            newsTakenIn.add(Int(news.revision - seenRevision), ordering: .relaxed)
+            state.seenRevision = news.revision
+            if let last = news.events.last?.id { state.seenSequence = last }
+        case .declined:
+            break
+        case .failed:
+            // Memory took a part of it: the next batch restores everything.
+            state.seenRevision = -1
+            state.seenSequence = nil
+        }
+        return taken
+    }
     /// What the listener wakes; also woken when a commit fails, since another replica's commit of
     /// the same revision may then have been taken for this store's own.
     private let wakeAfterFailure = Lock<Wake?>(nil)
@@ -121,6 +266,8 @@ public final class PostgresStore: Store {
         /// What a batch that expected to begin behind read with its lock: the events after a sequence,
         /// and the changes after the revision seen before it.
         var prefetched: (after: UInt64, events: [StoredEvent], changes: StoredChanges)?
+        /// The batch's news, written as its changes are stored, notified when it commits.
+        var news = CommitNews.Writer()
     }
 
     /// Connects and migrates the database to the current schema. Refuses a database migrated by a
@@ -162,6 +309,7 @@ public final class PostgresStore: Store {
     public func beginBatch() throws(StoreError) -> BatchStart? {
         try use { state throws(StoreError) -> BatchStart? in
             let connection = state.connection
+            takeInNews(&state)
             try connection.enterPipeline()
             do throws(StoreError) {
                 try connection.send("BEGIN")
@@ -170,7 +318,9 @@ public final class PostgresStore: Store {
                 // The events after this sequence, and what changed since the revision seen, when read now.
                 var prefetching: UInt64?
                 let othersWriting = Self.milliseconds() - othersHeard.load(ordering: .relaxed) < Self.othersWriting
-                if let sequence = state.seenSequence, state.seenRevision >= 0,
+                // With news, what was missed is taken from it; read only when the news is known lost.
+                let newsLost = takesNews && heardNews.withLock({ $0.missedBefore }) > state.seenRevision
+                if let sequence = state.seenSequence, state.seenRevision >= 0, !takesNews || newsLost,
                    othersWriting || heardRevision.load(ordering: .relaxed) > state.seenRevision {
                     prefetching = sequence
                     let events = Self.eventsRead(after: sequence)
@@ -179,22 +329,28 @@ public final class PostgresStore: Store {
                         try connection.send(statement.sql, statement.parameters)
                     }
                 }
-                let answers = try connection.flush()
+                // While it waits for the lock, news of the commits before it is taken in as it comes.
+                let answers = try connection.flush(wake: newsWake) { takeInNews(&state) }
                 let row = answers[2].rows.first
                 let committed = UInt64(row?[0] ?? "") ?? 0
                 let revision = Int64(row?[1] ?? "") ?? 0
+                if revision > state.seenRevision, takesNews, prefetching == nil { awaitNews(through: revision, &state) }
                 let behind = revision != state.seenRevision
                 state.missedSince = behind ? state.seenRevision : -1
                 state.prefetched = nil
                 if prefetching != nil { prefetches.add(1, ordering: .relaxed) }
                 if behind, let prefetching {
-                    state.prefetched = (prefetching, answers[3].rows.map(Self.event), Self.changes(Array(answers[4...])))
+                    // Read from the revision seen when it was sent: what was taken in meanwhile is left out.
+                    let (sequence, revision) = (state.seenSequence ?? 0, state.seenRevision)
+                    state.prefetched = (prefetching, answers[3].rows.map(Self.event).filter { $0.id > sequence },
+                                        Self.changes(Array(answers[4...]), after: revision))
                 }
                 state.seenRevision = revision
                 state.seenSequence = committed
                 state.inBatch = true
                 state.batchSequence = nil
                 state.batchWrote = false
+                state.news.reset()
                 return BatchStart(committed: committed, behind: behind)
             } catch {
                 Self.abandon(connection)
@@ -220,7 +376,8 @@ public final class PostgresStore: Store {
                 let revision = state.batchWrote ? state.seenRevision + 1 : state.seenRevision
                 if state.batchWrote {
                     committing.store(revision, ordering: .relaxed)
-                    try connection.send(Self.advance(to: state.batchSequence, revision: revision))
+                    try connection.send(Self.advance(to: state.batchSequence, revision: revision,
+                                                     notifying: state.news.payloads(revision: revision)))
                 }
                 try connection.send("COMMIT")
                 try connection.flush()
@@ -296,6 +453,7 @@ public final class PostgresStore: Store {
 
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?) throws(StoreError) {
         try use { state throws(StoreError) in
+            if state.inBatch { state.news.add(event: event, records: records, auction: auction, bid: bid) }
             try Self.change(&state, event: event?.id) { revision in
                 Self.statements(event: event, records: records, auction: auction, bid: bid, revision: revision)
             }
@@ -378,7 +536,7 @@ public final class PostgresStore: Store {
 
     public func events(after id: UInt64) throws(StoreError) -> [StoredEvent] {
         try use { state throws(StoreError) -> [StoredEvent] in
-            if state.inBatch, let prefetched = state.prefetched, prefetched.after == id { return prefetched.events }
+            if state.inBatch, let prefetched = state.prefetched, prefetched.after <= id { return prefetched.events.filter { $0.id > id } }
             let events = Self.eventsRead(after: id)
             return try state.connection.query(events.sql, events.parameters).rows.map(Self.event)
         }
