@@ -355,6 +355,41 @@ struct PostgresStoreTests {
         #expect(try TestPostgres.run("SELECT string_agg(id::text, ',' ORDER BY id) FROM herald_events", on: url) == "1,2,3")
     }
 
+    /// News missed while no listener listened: a listener that (re)connects reads the revision
+    /// committed then, and the next batch reads up to it with its lock instead of waiting for news
+    /// that will not come; what is committed after it comes as news again.
+    @Test func newsMissedWhileNotListeningIsReadBack() throws {
+        let url = try TestPostgres.database()
+        let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        _ = try reader.load(eventLimit: 0)
+        reader.onNews { _, _ in .taken }
+        try writer.beginBatch()
+        try writer.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
+        try writer.commitBatch()
+        // Committed before the reader listens: it hears nothing of it.
+        let heard = Lock(0)
+        let listener = reader.listen { heard.withLock { $0 += 1 } }
+        listener.start()
+        defer { listener.stop() }
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 })
+        let began = Date()
+        #expect(try reader.beginBatch()?.behind == true)
+        #expect(Date().timeIntervalSince(began) < 10, "it did not wait for news (a wait lasts at most \(PostgresStore.newsWait) ms)")
+        #expect(reader.prefetchedBatches == 1, "it read what it missed with its lock")
+        #expect(try reader.events(after: 0) == [textEvent(1)])
+        try reader.commitBatch()
+        #expect(reader.revisionsTakenFromNews == 0)
+
+        try writer.beginBatch()
+        try writer.commit(event: textEvent(2), records: [], auction: nil, bid: nil)
+        try writer.commitBatch()
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 2 })
+        #expect(try reader.beginBatch()?.behind == false, "what followed came as news")
+        #expect(reader.revisionsTakenFromNews == 1)
+        #expect(reader.prefetchedBatches == 1)
+        try reader.commitBatch()
+    }
+
     @Test func theListenerHearsEveryCommitOfAnotherStore() throws {
         let url = try TestPostgres.database()
         let (watcher, writer) = (try PostgresStore(url: url), try PostgresStore(url: url))
