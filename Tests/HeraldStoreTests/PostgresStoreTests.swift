@@ -390,6 +390,31 @@ struct PostgresStoreTests {
         try reader.commitBatch()
     }
 
+    /// PostgreSQL's notification queue empties only as fast as its slowest listener: while it is
+    /// fuller than the store's limit, commits notify their revision alone (the others read them).
+    @Test func aFullNotificationQueueStopsTheNews() throws {
+        let url = try TestPostgres.database()
+        let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        writer.newsQueueLimit = -1  // any use of the queue is above it
+        _ = try reader.load(eventLimit: 0)
+        reader.onNews { _, _ in .taken }
+        let heard = Lock(0)
+        let listener = reader.listen { heard.withLock { $0 += 1 } }
+        listener.start()
+        defer { listener.stop() }
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 })
+        #expect(writer.carriesNews)
+        try writer.beginBatch()
+        #expect(!writer.carriesNews, "the batch read the queue's use, above the limit")
+        try writer.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
+        try writer.commitBatch()
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 2 })
+        #expect(try reader.beginBatch()?.behind == true, "no news came: the revision alone")
+        #expect(try reader.events(after: 0) == [textEvent(1)], "read back")
+        try reader.commitBatch()
+        #expect(reader.revisionsTakenFromNews == 0)
+    }
+
     @Test func theListenerHearsEveryCommitOfAnotherStore() throws {
         let url = try TestPostgres.database()
         let (watcher, writer) = (try PostgresStore(url: url), try PostgresStore(url: url))

@@ -89,6 +89,18 @@ public final class PostgresStore: Store {
     /// News kept for at most this many revisions ahead of the writer; beyond, it is read back.
     private static let heardLimit = 1_000
 
+    /// PostgreSQL's notification queue (8 GB) empties only as fast as its slowest listener reads: a
+    /// replica paused with its connection open holds it, and once it is full every commit fails. News
+    /// fills it a thousand times faster than bare revisions, so above this share of the queue (read at
+    /// most once a second, in a batch's first round trip) commits notify their revision alone, and the
+    /// others read what they committed. Internal: a test sets it below zero, before the store's first batch.
+    nonisolated(unsafe) var newsQueueLimit = 0.01
+    /// Whether commits carry their news now (false while the queue is above `newsQueueLimit`).
+    private let carryNews = Atomic<Bool>(true)
+    var carriesNews: Bool { carryNews.load(ordering: .relaxed) }
+    /// When the queue's use was last read (`milliseconds()`).
+    private let queueRead = Atomic<Int64>(.min / 2)
+
     public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {
         takeIn.withLock { $0 = TakeIn(run: run) }
     }
@@ -341,8 +353,17 @@ public final class PostgresStore: Store {
                         try connection.send(statement.sql, statement.parameters)
                     }
                 }
+                // At most once a second, how full PostgreSQL's notification queue is (read last).
+                let readingQueue = Self.milliseconds() - queueRead.load(ordering: .relaxed) >= 1_000
+                if readingQueue {
+                    queueRead.store(Self.milliseconds(), ordering: .relaxed)
+                    try connection.send("SELECT pg_notification_queue_usage()")
+                }
                 // While it waits for the lock, news of the commits before it is taken in as it comes.
                 let answers = try connection.flush(wake: newsWake) { takeInNews(&state) }
+                if readingQueue, let usage = answers.last?.rows.first?[0].flatMap({ Double($0) }) {
+                    carryNews.store(usage <= newsQueueLimit, ordering: .relaxed)
+                }
                 let row = answers[2].rows.first
                 let committed = UInt64(row?[0] ?? "") ?? 0
                 let revision = Int64(row?[1] ?? "") ?? 0
@@ -388,8 +409,8 @@ public final class PostgresStore: Store {
                 let revision = state.batchWrote ? state.seenRevision + 1 : state.seenRevision
                 if state.batchWrote {
                     committing.store(revision, ordering: .relaxed)
-                    try connection.send(Self.advance(to: state.batchSequence, revision: revision,
-                                                     notifying: state.news.payloads(revision: revision)))
+                    let payloads = carriesNews ? state.news.payloads(revision: revision) : nil
+                    try connection.send(Self.advance(to: state.batchSequence, revision: revision, notifying: payloads))
                 }
                 try connection.send("COMMIT")
                 try connection.flush()
