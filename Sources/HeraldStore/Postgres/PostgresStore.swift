@@ -91,7 +91,7 @@ public final class PostgresStore: Store {
 
     /// PostgreSQL's notification queue (8 GB) empties only as fast as its slowest listener reads: a
     /// replica paused with its connection open holds it, and once it is full every commit fails. News
-    /// fills it a thousand times faster than bare revisions, so above this share of the queue (read at
+    /// fills it hundreds of times faster than bare revisions, so above this share of the queue (read at
     /// most once a second, in a batch's first round trip) commits notify their revision alone, and the
     /// others read what they committed. Internal: a test sets it below zero, before the store's first batch.
     nonisolated(unsafe) var newsQueueLimit = 0.01
