@@ -89,12 +89,15 @@ public final class PostgresStore: Store {
     /// News kept for at most this many revisions ahead of the writer; beyond, it is read back.
     private static let heardLimit = 1_000
 
-    /// PostgreSQL's notification queue (8 GB) empties only as fast as its slowest listener reads: a
-    /// replica paused with its connection open holds it, and once it is full every commit fails. News
-    /// fills it hundreds of times faster than bare revisions, so above this share of the queue (read at
-    /// most once a second, in a batch's first round trip) commits notify their revision alone, and the
-    /// others read what they committed. Internal: a test sets it below zero, before the store's first batch.
-    nonisolated(unsafe) var newsQueueLimit = 0.01
+    /// PostgreSQL's notification queue empties only as fast as its slowest listener reads: a replica
+    /// paused with its connection open (or any session that listens and sits in a transaction) holds
+    /// it, and once it is full (8 GB) every commit fails. News (about 8 KB a batch, measured) fills it
+    /// hundreds of times faster than bare revisions. Three replicas writing as fast as they can leave
+    /// at most one of its 8 KB pages unread (measured twice a second), so more than 8 means a listener
+    /// stopped reading: then (read at most once a second, in a batch's first round trip) commits
+    /// notify their revision alone, and the others read what they committed. Internal: a test sets it
+    /// below zero, before the store's first batch.
+    nonisolated(unsafe) var newsQueueLimit = 8.0 * 8_192 / (8.0 * 1_024 * 1_024 * 1_024)
     /// Whether commits carry their news now (false while the queue is above `newsQueueLimit`).
     private let carryNews = Atomic<Bool>(true)
     var carriesNews: Bool { carryNews.load(ordering: .relaxed) }
