@@ -72,8 +72,6 @@ public final class PostgresStore: Store {
         /// The newest revision heard of without its news (too large to carry, not text, or heard
         /// without a word after the listener connected again): up to it, a batch reads.
         var missedBefore: Int64 = -1
-        /// The newest revision a notification named (with news or without).
-        var newest: Int64 = -1
     }
     private let heardNews = Lock(Heard())
     /// Signalled when news is whole: wakes a batch that waits for the lock, to take it in meanwhile.
@@ -122,7 +120,6 @@ public final class PostgresStore: Store {
         return heardNews.withLock { (heard: inout Heard) -> Bool in
             var whole = false
             for payload in payloads {
-                heard.newest = max(heard.newest, CommitNews.header(payload)?.revision ?? .max)
                 guard let header = CommitNews.header(payload), let part = header.part else {
                     let revision = CommitNews.header(payload)?.revision ?? .max
                     heard.missedBefore = max(heard.missedBefore, revision == .max ? known + Int64(Self.heardLimit) : revision)
@@ -172,15 +169,6 @@ public final class PostgresStore: Store {
                 _ = Glibc.read(newsWake, &count, 8)
             }
         }
-    }
-
-    public func takeInNews() -> Bool {
-        let caughtUp = try? use { state throws(StoreError) -> Bool in
-            guard !state.inBatch, takesNews, takeInNews(&state) != .failed, state.seenRevision >= 0 else { return false }
-            let heard = heardNews.withLock { ($0.newest, $0.missedBefore) }
-            return heard.0 <= state.seenRevision && heard.1 <= state.seenRevision
-        }
-        return caughtUp ?? false
     }
 
     /// Whether this store's writer takes in news (then a batch waits for news instead of reading).
