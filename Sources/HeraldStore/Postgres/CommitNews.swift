@@ -146,10 +146,7 @@ public struct CommitNews: Sendable {
                                           at: Date(timeIntervalSince1970: at)))
             case UInt8(ascii: "R"):
                 guard let kind = reader.text(), let id = reader.text(), let document = reader.optionalBytes() else { return nil }
-                // The last change of each record counts: a removal after a write removes it, and the reverse.
-                records[kind]?.removeAll { $0.id == id }
-                removed.removeAll { $0.kind == kind && $0.id == id }
-                if let document { records[kind, default: []].append((id, document)) } else { removed.append((kind, id)) }
+                Self.record(kind, id, document, in: &records, removed: &removed)
             case UInt8(ascii: "A"):
                 guard let id = reader.text(), let item = reader.text(), let price = reader.text().flatMap({ Int64($0) }),
                       let createdAt = reader.text(), let status = reader.text(), let seconds = reader.text().flatMap({ Int($0) }),
@@ -158,15 +155,7 @@ public struct CommitNews: Sendable {
                 var auction = StoredAuction(id: id, item: item, startingPrice: price, createdAt: createdAt, status: status,
                                             countdownSeconds: seconds, deadline: deadline, winner: winner, closedAt: closedAt)
                 auction.bidCount = count
-                // The auction as the batch left it, with every bid the batch added to it.
-                if let index = auctions.firstIndex(where: { $0.id == id }) {
-                    auction.bids = auctions[index].bids
-                    auctions[index] = auction
-                    lastAuction = index
-                } else {
-                    lastAuction = auctions.count
-                    auctions.append(auction)
-                }
+                lastAuction = Self.add(auction, to: &auctions)
             case UInt8(ascii: "B"):
                 // A bid follows its auction.
                 guard let number = reader.text().flatMap({ Int($0) }), let bidder = reader.text(),
@@ -179,8 +168,34 @@ public struct CommitNews: Sendable {
         guard reader.atEnd else { return nil }
         changes.changed.records = records
         changes.removed = removed
-        // In id order, as the reads give them (length, then text).
-        changes.changed.auctions = auctions.sorted { ($0.id.utf8.count, $0.id) < ($1.id.utf8.count, $1.id) }
+        changes.changed.auctions = Self.inIDOrder(auctions)
+    }
+
+    /// A record's change, folded into what came before it: the last change of each record counts (a
+    /// removal after a write removes it, and the reverse).
+    private static func record(_ kind: String, _ id: String, _ document: [UInt8]?,
+                               in records: inout [String: [(id: String, document: [UInt8])]], removed: inout [(kind: String, id: String)]) {
+        records[kind]?.removeAll { $0.id == id }
+        removed.removeAll { $0.kind == kind && $0.id == id }
+        if let document { records[kind, default: []].append((id, document)) } else { removed.append((kind, id)) }
+    }
+
+    /// An auction's row, folded into what came before it: the auction as it was left last, with every
+    /// bid added to it before and with it. Returns its place.
+    private static func add(_ auction: StoredAuction, to auctions: inout [StoredAuction]) -> Int {
+        guard let index = auctions.firstIndex(where: { $0.id == auction.id }) else {
+            auctions.append(auction)
+            return auctions.count - 1
+        }
+        var latest = auction
+        latest.bids = auctions[index].bids + auction.bids
+        auctions[index] = latest
+        return index
+    }
+
+    /// In id order, as the reads give them (length, then text).
+    private static func inIDOrder(_ auctions: [StoredAuction]) -> [StoredAuction] {
+        auctions.sorted { ($0.id.utf8.count, $0.id) < ($1.id.utf8.count, $1.id) }
     }
 
     /// This news and the next revision's: what the two batches changed, as one.
@@ -189,31 +204,17 @@ public struct CommitNews: Sendable {
         joined.events = events + next.events
         var records = changes.changed.records
         var removed = changes.removed
-        for entry in next.changes.removed {
-            records[entry.kind]?.removeAll { $0.id == entry.id }
-            removed.removeAll { $0 == entry }
-            removed.append(entry)
-        }
+        // Each record is either written or removed in a batch's news, so the order of the two lists
+        // does not matter.
+        for entry in next.changes.removed { Self.record(entry.kind, entry.id, nil, in: &records, removed: &removed) }
         for (kind, entries) in next.changes.changed.records {
-            for entry in entries {
-                records[kind]?.removeAll { $0.id == entry.id }
-                removed.removeAll { $0.kind == kind && $0.id == entry.id }
-                records[kind, default: []].append(entry)
-            }
+            for entry in entries { Self.record(kind, entry.id, entry.document, in: &records, removed: &removed) }
         }
         var auctions = changes.changed.auctions
-        for auction in next.changes.changed.auctions {
-            if let index = auctions.firstIndex(where: { $0.id == auction.id }) {
-                var merged = auction
-                merged.bids = auctions[index].bids + auction.bids
-                auctions[index] = merged
-            } else {
-                auctions.append(auction)
-            }
-        }
+        for auction in next.changes.changed.auctions { _ = Self.add(auction, to: &auctions) }
         joined.changes.changed.records = records
         joined.changes.removed = removed
-        joined.changes.changed.auctions = auctions.sorted { ($0.id.utf8.count, $0.id) < ($1.id.utf8.count, $1.id) }
+        joined.changes.changed.auctions = Self.inIDOrder(auctions)
         return joined
     }
 
