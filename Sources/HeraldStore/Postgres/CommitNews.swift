@@ -117,7 +117,10 @@ public struct CommitNews: Sendable {
     }
 
     /// A payload's revision, and its part of the news if it carries one.
-    static func header(_ payload: String) -> (revision: Int64, part: (index: Int, count: Int, body: Substring)?)? {
+    typealias Header = (revision: Int64, part: (index: Int, count: Int, body: Substring)?)
+
+    /// The header of `payload`; nil when it does not read.
+    static func header(_ payload: String) -> Header? {
         guard let bar = payload.firstIndex(of: "|") else { return Int64(payload).map { ($0, nil) } }
         let numbers = payload[..<bar].split(separator: ".", omittingEmptySubsequences: false)
         guard numbers.count == 3, let revision = Int64(numbers[0]), let index = Int(numbers[1]), let count = Int(numbers[2]),

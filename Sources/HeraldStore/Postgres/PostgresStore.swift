@@ -51,8 +51,9 @@ public final class PostgresStore: Store {
             // A payload is the revision committed, with a part of its news or alone; one that does not
             // read counts as news. This store's own commit is not (the notification may come before
             // `seen` moves past it).
-            let revisions = payloads.map { CommitNews.header($0)?.revision ?? .max }
-            if assemble(payloads) { signalNews() }
+            let headers = payloads.map(CommitNews.header)
+            let revisions = headers.map { $0?.revision ?? .max }
+            if assemble(headers) { signalNews() }
             heardRevision.max(revisions.max() ?? .max, ordering: .relaxed)
             let (known, own) = (seen.load(ordering: .relaxed), committing.load(ordering: .relaxed))
             guard revisions.contains(where: { $0 > known && $0 != own }) else { return }
@@ -113,15 +114,15 @@ public final class PostgresStore: Store {
 
     deinit { if newsWake >= 0 { close(newsWake) } }
 
-    /// Puts the payloads' parts of news together (on the listener's thread); true when some news is
-    /// now whole.
-    private func assemble(_ payloads: [String]) -> Bool {
+    /// Puts the parts of news in the payloads' headers (`CommitNews.header`) together (on the
+    /// listener's thread); true when some news is now whole.
+    private func assemble(_ headers: [CommitNews.Header?]) -> Bool {
         let known = seen.load(ordering: .relaxed)
         return heardNews.withLock { (heard: inout Heard) -> Bool in
             var whole = false
-            for payload in payloads {
-                guard let header = CommitNews.header(payload), let part = header.part else {
-                    let revision = CommitNews.header(payload)?.revision ?? .max
+            for header in headers {
+                guard let header, let part = header.part else {
+                    let revision = header?.revision ?? .max
                     heard.missedBefore = max(heard.missedBefore, revision == .max ? known + Int64(Self.heardLimit) : revision)
                     whole = true  // wakes a batch waiting for news, which then reads
                     continue
