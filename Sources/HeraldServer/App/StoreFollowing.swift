@@ -25,8 +25,8 @@ extension Subjects {
                 return false
             }
         }
-        // What the other replicas' news carries, merged as it is heard (the bids must add up, and no
-        // auction may close in it: else it is read back under the lock).
+        // What the other replicas' news carries, merged while a batch begins or waits for the lock (the
+        // bids must add up, and no auction may close in it: else it is read back under the lock).
         journal.onMerge { [weak auctions, weak currency, weak trips, weak units] changes in
             guard let auctions, let currency, let trips, let units else { return false }
             let subjects = Subjects(auctions: auctions, currency: currency, trips: trips, units: units)

@@ -241,8 +241,8 @@ final class Journal: ChangeSink {
         store?.onNews { [weak self] events, changes in self?.takeIn(events, changes) ?? .declined }
     }
 
-    /// Takes in, on the writer and outside any batch, what other Heralds committed, from their news
-    /// (`Store.onNews`): memory merges their changes and their events are published with their ids,
+    /// Takes in, on the writer while a batch begins (before it asks for the store's lock, and while it
+    /// waits for it), what other Heralds committed, from their news (`Store.onNews`): memory merges their changes and their events are published with their ids,
     /// as a batch that caught up under the lock would. Declined, and left to be read under the lock,
     /// when an auction in it would close on the spot (its countdown ran out meanwhile): its `closed`
     /// event takes the next id, which only a batch that holds the lock may give.
