@@ -236,6 +236,42 @@ struct PostgresReplicaTests {
         #expect(next.json["id"] as? String == String((Int(tripId) ?? 0) + 1))
     }
 
+    /// A replica that only streams catches up when it hears of a commit, by a batch of its own. When
+    /// that batch is refused because PostgreSQL cannot be reached, the next commit it hears still
+    /// wakes it: its observers see what the other replica changed once the database is back.
+    @Test func aReplicaWhoseCatchUpWasRefusedCatchesUpAtTheNextCommit() throws {
+        let url = try TestPostgres.database()
+        let name = String(url[url.index(after: try #require(url.lastIndex(of: "/")))...])
+        let servers = try replicas(url, count: 2)
+        defer { for server in servers { server.stop() } }
+        let (a, b) = (servers[0].client(), servers[1].client())
+        #expect(try a.put("/units/alpha", #"{"name":"Alpha","status":"healthy"}"#).status == 201)
+        #expect(eventually { (try? b.get("/units/alpha").status) == 200 })
+        let watcher = try servers[1].stream("/units/events?snapshot=false")
+        let store = try #require(servers[1].herald.journal.store as? PostgresStore)
+
+        // The database takes no new connections, and the replicas' writers lose theirs (their
+        // listeners, which last listened or notified, keep theirs): B hears of a commit, and its
+        // catch-up cannot reach PostgreSQL.
+        let session = try TestPostgres.Session(on: url)
+        defer { try? TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true") }
+        try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+        try TestPostgres.run("""
+            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> \(
+                try #require(try session.run("SELECT pg_backend_pid()")))
+                AND query NOT LIKE 'LISTEN%' AND query NOT LIKE '%listening_since%' AND query NOT LIKE '%pg_notify%'
+            """)
+        let revision = try #require(try session.run("SELECT revision FROM herald_sequence").flatMap { Int64($0) })
+        try session.run("NOTIFY herald, '\(revision + 1)'")
+        #expect(eventually { store.unwritableReason() != nil }, "B's catch-up found PostgreSQL unreachable")
+
+        try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+        #expect(eventually { [200, 201].contains((try? a.put("/units/beta", #"{"name":"Beta","status":"healthy"}"#).status) ?? 0) })
+        let seen = try watcher.next(named: "unit", timeout: 15)
+        #expect((seen.json["unit"] as? [String: Any])?["id"] as? String == "beta", "B's observer saw A's change: \(seen.data)")
+        #expect(try b.get("/units/beta").status == 200)
+    }
+
     /// A replica that dies with countdowns running leaves nothing open: every replica runs every
     /// countdown, so the others close its auctions on time, once, with the winner it took.
     @Test func theAuctionsOfAReplicaThatDiesStillCloseOnTime() throws {

@@ -43,6 +43,20 @@ public enum TestPostgres {
         deinit { PQfinish(connection) }
     }
 
+    /// A connection of the test's own to the database `url` names, kept open until it is dropped:
+    /// it goes on working while the database takes no new connections.
+    public final class Session: @unchecked Sendable {
+        private let connection: OpaquePointer
+
+        public init(on url: String) throws { connection = try connect(url) }
+
+        /// Runs SQL; returns the first column of the first row.
+        @discardableResult
+        public func run(_ sql: String) throws -> String? { try execute(sql, on: connection) }
+
+        deinit { PQfinish(connection) }
+    }
+
     /// Runs SQL on the `postgres` database, or on the database `url` names; returns the first column
     /// of the first row.
     @discardableResult

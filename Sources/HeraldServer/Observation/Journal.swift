@@ -268,10 +268,13 @@ final class Journal: ChangeSink {
 
     /// Queues a batch that only catches up with what other Heralds committed (the store's listener
     /// heard of a commit). Until the queued change runs, another wake is not queued: the batch that
-    /// runs it began (under the store's lock) after the commit that was heard.
+    /// runs it began (under the store's lock) after the commit that was heard. A batch refused before
+    /// it ran (the store unreachable) caught up with nothing, so the next commit heard wakes again.
     func wake() {
         guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
-        writer.submit({ [weak self] () throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { _ in })
+        writer.submit({ [weak self] () throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { [weak self] result in
+            if case .failure = result { self?.wakeQueued.store(false, ordering: .relaxed) }
+        })
     }
 
     /// Before the writer runs a batch. With a shared store, the batch's transaction opens now, under
