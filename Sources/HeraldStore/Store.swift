@@ -49,6 +49,9 @@ public protocol Store: AnyObject, Sendable {
     /// A shared store whose replicas tell each other what they commit: `run` takes in, on the writer,
     /// the events and changes of revisions other Heralds committed, outside any batch's lock.
     func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken)
+    /// A shared store whose batches take a write lock: `report` is told, as each batch ends, how long
+    /// it waited for the lock and how long it held it (metrics).
+    func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void)
     /// Why the store cannot be written now, if it knows (readiness); nil when it can.
     func unwritableReason() -> String?
     /// The bytes the store takes, if it knows (metrics).
@@ -59,6 +62,7 @@ extension Store {
     /// Only a shared store has other Heralds' changes to tell.
     public func missedChanges() throws(StoreError) -> StoredChanges? { nil }
     public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {}
+    public func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void) {}
     public func tidy() {}
 }
 

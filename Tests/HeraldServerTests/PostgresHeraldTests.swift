@@ -1,7 +1,8 @@
 import Foundation
 @testable import HeraldServer
-import HeraldStore
+@testable import HeraldStore
 import HeraldTestSupport
+import HeraldThreads
 import Testing
 
 /// Herald with `--store postgres://…`, one replica, against the throwaway PostgreSQL `scripts/test`
@@ -53,6 +54,43 @@ struct PostgresHeraldTests {
 
     /// The database goes away: a change gets 503 (problem+json, Retry-After) and changes nothing,
     /// readiness says why, streams stay open; when it is back, changes go through again.
+    /// `/metrics` tells how long batches waited for the database's write lock and held it: a change
+    /// made while another session holds the lock for 0.5 s counts at least that long in the wait.
+    @Test func metricsTellHowLongBatchesWaitedForTheWriteLockAndHeldIt() throws {
+        let url = try TestPostgres.database()
+        let server = try TestHerald { $0.postgresURL = url }
+        defer { server.stop() }
+        let client = server.client()
+        /// The lock histograms' sums and counts, from one scrape: (waited, held).
+        func histograms() throws -> (waited: (sum: Double, count: Int), held: (sum: Double, count: Int)) {
+            let lines = try client.get("/metrics").text.split(separator: "\n")
+            func value(_ name: String) -> Double {
+                lines.first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? -1
+            }
+            func histogram(_ name: String) -> (sum: Double, count: Int) { (value(name + "_sum"), Int(value(name + "_count"))) }
+            return (histogram("herald_store_lock_wait_seconds"), histogram("herald_store_lock_held_seconds"))
+        }
+        let (waitedBefore, heldBefore) = try histograms()
+        #expect(waitedBefore.count >= 0 && heldBefore.count == waitedBefore.count, "both are there: \(waitedBefore), \(heldBefore)")
+
+        let held = try TestPostgres.HeldLock(PostgresStore.lockKey, on: url)
+        let answer = Lock<Int?>(nil)
+        let port = server.port
+        let putting = Thread {
+            let status = try? HTTPClient(port: port).put("/units/a", #"{"name":"A","status":"healthy"}"#).status
+            answer.withLock { $0 = status ?? 0 }
+        }
+        putting.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(answer.withLock { $0 } == nil, "the change waits for the lock")
+        held.release()
+        #expect(eventually { answer.withLock { $0 } == 201 }, "answered \(String(describing: answer.withLock { $0 }))")
+        let (waited, heldTimes) = try histograms()
+        #expect(waited.count > waitedBefore.count && heldTimes.count == waited.count, "one more batch: \(waited), \(heldTimes)")
+        #expect(waited.sum - waitedBefore.sum >= 0.5, "it waited while the test held the lock: \(waited.sum - waitedBefore.sum) s")
+        #expect(heldTimes.sum > heldBefore.sum, "and held it until its commit")
+    }
+
     @Test func withoutItsDatabaseHeraldRefusesChangesAndRecoversWhenItReturns() throws {
         let url = try TestPostgres.database()
         let name = try #require(URL(string: url)?.lastPathComponent)

@@ -86,6 +86,7 @@ public final class Herald: Sendable {
         if let metrics {
             journal.countPublished { metrics.published($0) }
             journal.writer.recordBatches { metrics.batch(changes: $0, finishing: $1) }
+            store?.onLockTimes { metrics.lock(waited: $0, held: $1) }
         }
         // The server's stream engine, for the scrape; the server is made after the routes that scrape it.
         let engine = Slot<StreamEngine>()

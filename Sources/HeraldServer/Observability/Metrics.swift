@@ -42,6 +42,8 @@ public final class Metrics: Sendable {
     private let resyncs: Counter
     private let batchSize: ValueHistogram
     private let commitDuration: DurationHistogram
+    private let lockWait: DurationHistogram
+    private let lockHeld: DurationHistogram
     /// What the hub's resume counts were at the last scrape (they become counter increments).
     private let resumesSeen = Lock<(replays: Int, resyncs: Int)>((0, 0))
     private let process = ProcessStatistics()
@@ -65,6 +67,15 @@ public final class Metrics: Sendable {
         commitDuration = registry.makeDurationHistogram(
             descriptor: Metrics.describe("herald_writer_commit_duration_seconds", "Time to finish a batch: commit, sync (with --sync full) and publish."),
             buckets: ([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as [Double]).map { Duration.seconds($0) })
+        let lockBuckets = ([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5] as [Double]).map { Duration.seconds($0) }
+        lockWait = registry.makeDurationHistogram(
+            descriptor: Metrics.describe("herald_store_lock_wait_seconds",
+                                         "Replicas on PostgreSQL: time each batch waited for the database's write lock (other replicas' batches held it)."),
+            buckets: lockBuckets)
+        lockHeld = registry.makeDurationHistogram(
+            descriptor: Metrics.describe("herald_store_lock_held_seconds",
+                                         "Replicas on PostgreSQL: time each batch held the write lock, from getting it to its commit's answer."),
+            buckets: lockBuckets)
     }
 
     /// A request answered: `route` is the route's pattern, nil when none matched.
@@ -104,6 +115,12 @@ public final class Metrics: Sendable {
     func batch(changes: Int, finishing: Duration) {
         batchSize.record(Double(changes))
         commitDuration.record(finishing)
+    }
+
+    /// A batch on a shared store let the write lock go.
+    func lock(waited: Duration, held: Duration) {
+        lockWait.record(waited)
+        lockHeld.record(held)
     }
 
     private static var streamsClosedName: MetricNameDescriptor {

@@ -215,6 +215,30 @@ public final class PostgresStore: Store {
         let run: @Sendable () -> Void
     }
 
+    /// Told how long each batch waited for the write lock and held it (`onLockTimes`).
+    private let lockTimes = Lock<LockTimes?>(nil)
+    private struct LockTimes: Sendable {
+        let report: @Sendable (_ waited: Duration, _ held: Duration) -> Void
+    }
+
+    public func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void) {
+        lockTimes.withLock { $0 = LockTimes(report: report) }
+    }
+
+    /// The batch let the write lock go (it committed, or was abandoned): tells how long it held it.
+    private func lockReleased(_ state: inout State) {
+        guard let lock = state.lock else { return }
+        state.lock = nil
+        lockTimes.withLock { $0 }?.report(.nanoseconds(lock.waited), .nanoseconds(Self.nanoseconds() - lock.since))
+    }
+
+    /// A monotonic clock in nanoseconds.
+    private static func nanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
     /// The revision this store last read or wrote (`State.seenRevision`, for the listener's thread).
     private let seen = Atomic<Int64>(-1)
     /// The newest revision the listener heard of: when it is ahead of the one seen, the next batch
@@ -284,6 +308,9 @@ public final class PostgresStore: Store {
         var prefetched: (after: UInt64, events: [StoredEvent], changes: StoredChanges)?
         /// The batch's news, written as its changes are stored, notified when it commits.
         var news = CommitNews.Writer()
+        /// While a batch holds the write lock: how long it waited for it, and when it got it
+        /// (`nanoseconds()`), for `onLockTimes`.
+        var lock: (waited: Int64, since: Int64)?
     }
 
     /// Connects and migrates the database to the current schema. Refuses a database migrated by a
@@ -327,6 +354,7 @@ public final class PostgresStore: Store {
             let connection = state.connection
             takeInNews(&state)
             try connection.enterPipeline()
+            let asked = Self.nanoseconds()
             do throws(StoreError) {
                 try connection.send("BEGIN")
                 try connection.send("SELECT pg_advisory_xact_lock($1)", [.int(Self.lockKey)])
@@ -353,6 +381,8 @@ public final class PostgresStore: Store {
                 }
                 // While it waits for the lock, news of the commits before it is taken in as it comes.
                 let answers = try connection.flush(wake: newsWake) { takeInNews(&state) }
+                let granted = Self.nanoseconds()
+                state.lock = (granted - asked, granted)
                 if readingQueue, let usage = answers.last?.rows.first?[0].flatMap({ Double($0) }) {
                     carryNews.store(usage <= newsQueueLimit, ordering: .relaxed)
                 }
@@ -379,6 +409,7 @@ public final class PostgresStore: Store {
                 return BatchStart(committed: committed, behind: behind)
             } catch {
                 Self.abandon(connection)
+                lockReleased(&state)
                 throw error
             }
         }
@@ -394,6 +425,7 @@ public final class PostgresStore: Store {
                 state.inBatch = false
                 state.batchSequence = nil
                 state.batchWrote = false
+                lockReleased(&state)
             }
             do throws(StoreError) {
                 if let failure = connection.takeFailure() { throw failure }
@@ -427,6 +459,7 @@ public final class PostgresStore: Store {
         connection.withLock { state in
             guard state.inBatch else { return }
             Self.abandon(state.connection)
+            lockReleased(&state)
             state.inBatch = false
             state.batchSequence = nil
             state.prefetched = nil
