@@ -55,7 +55,7 @@ struct PostgresHeraldTests {
     /// The database goes away: a change gets 503 (problem+json, Retry-After) and changes nothing,
     /// readiness says why, streams stay open; when it is back, changes go through again.
     /// `/metrics` tells how long batches waited for the database's write lock and held it: a change
-    /// made while another session holds the lock for 0.5 s counts at least that long in the wait.
+    /// whose batch waits 0.5 s for the lock another session holds counts at least that in its wait.
     @Test func metricsTellHowLongBatchesWaitedForTheWriteLockAndHeldIt() throws {
         let url = try TestPostgres.database()
         let server = try TestHerald { $0.postgresURL = url }
@@ -81,6 +81,9 @@ struct PostgresHeraldTests {
             answer.withLock { $0 = status ?? 0 }
         }
         putting.start()
+        #expect(eventually {
+            (try? TestPostgres.run("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", on: url)) == "1"
+        }, "the change's batch waits for the lock")
         Thread.sleep(forTimeInterval: 0.5)
         #expect(answer.withLock { $0 } == nil, "the change waits for the lock")
         held.release()
