@@ -12,6 +12,10 @@ final class Termination {
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
+        // A write to a pipe or socket whose reader is gone must fail with EPIPE, not end Herald:
+        // its log on a pipe whose reader died (`herald | tee`, a collector restarted), or `sendfile`
+        // (a resumed stream's replay), which has no MSG_NOSIGNAL, to a client that just left.
+        signal(SIGPIPE, SIG_IGN)
     }
 
     /// Blocks until SIGTERM or SIGINT, and returns which.

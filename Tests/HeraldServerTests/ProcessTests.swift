@@ -126,6 +126,44 @@ import Testing
         #expect(policies["herald-writer"] == [ordinary], "\(policies)")
     }
 
+    /// Herald's log goes to a pipe whose reader is gone (a collector that died, `herald | tee` ended):
+    /// each line's write fails with EPIPE, and Herald goes on answering. By default SIGPIPE would end
+    /// it at the first line.
+    @Test func aLogPipeWithoutAReaderDoesNotEndHerald() throws {
+        let process = Process()
+        process.executableURL = heraldExecutable()
+        process.arguments = ["--port", "0", "--in-memory", "--log-level", "info", "--drain-seconds", "0"]
+        if let options = ProcessInfo.processInfo.environment["HERALD_CHILD_ASAN_OPTIONS"] {
+            process.environment = ProcessInfo.processInfo.environment.merging(["ASAN_OPTIONS": options]) { $1 }
+        }
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        // Its log up to the line that gives the port, read here; then nobody reads it.
+        let log = LogLines()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let reader = errors.fileHandleForReading.fileDescriptor
+        while log.listeningPort == nil {
+            let count = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            log.append(Data(buffer[..<count]))
+        }
+        let port = try #require(log.listeningPort, "herald did not start: \(log.text.suffix(2000))")
+        try errors.fileHandleForReading.close()
+        // Each request writes an access line.
+        for _ in 0..<5 {
+            #expect(try HTTPClient(port: port).get("/health").status == 200)
+        }
+        #expect(try HTTPClient(port: port).put("/currency", #"{"default":"euro"}"#).status == 200)
+        // The access log writes its lines within 200 ms of their request (`AccessLog`): they have
+        // been tried after this, and a process that was to die of them has.
+        Thread.sleep(forTimeInterval: 1)
+        #expect((try? HTTPClient(port: port).get("/currency").json["default"] as? String) == "euro")
+        #expect(process.isRunning, "herald is still running (status \(process.isRunning ? 0 : process.terminationStatus))")
+    }
+
     @Test func sigtermEndsStreamsCleanlyAndExitsZero() throws {
         let herald = try HeraldProcess(arguments: HeraldProcess.unlimited)
         let stream = try SSEClient(port: herald.port, path: "/currency/events")
