@@ -77,51 +77,6 @@ struct PostgresStoreTests {
         #expect(try TestPostgres.run("SELECT value FROM herald_sequence", on: url) == "3", "the store goes on after a failed batch")
     }
 
-    /// A batch's rows go as a few multi-row statements (`PendingRows`), some while it runs and the
-    /// rest with its commit: what is stored is each row as the batch last wrote it, across those
-    /// sendings, as one statement a change would have stored it. Another store catching up reads the
-    /// same.
-    @Test func aBatchStoresEachRowAsItLastWroteIt() throws {
-        let url = try TestPostgres.database()
-        let (store, other) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        _ = try other.load(eventLimit: 0)
-        let open = StoredAuction(id: "1", item: "Lot", startingPrice: 1, createdAt: "2026-11-23T06:00:00Z", status: "open",
-                                 countdownSeconds: 60, deadline: "2026-11-23T06:01:00Z", winner: nil, closedAt: nil)
-        let closed = StoredAuction(id: "1", item: "Lot", startingPrice: 1, createdAt: "2026-11-23T06:00:00Z", status: "closed",
-                                   countdownSeconds: 60, deadline: "2026-11-23T06:01:00Z", winner: "b40", closedAt: "2026-11-23T06:01:00Z")
-        let unit = { (id: String, document: UInt8?) in RecordChange(kind: "unit", id: id, document: document.map { [$0] }) }
-        // Per change: its records, and whether it bids. x is made, removed and made again within one
-        // sending; y is made in the first and removed in the second; z made and removed in one.
-        var changes: [Int: [RecordChange]] = [1: [unit("x", 1)], 2: [unit("x", nil)], 3: [unit("x", 3)], 4: [unit("y", 4)],
-                                              5: [unit("z", 5)], 6: [unit("z", nil)], 20: [unit("y", nil)]]
-        changes[30] = (0..<450).map { unit("many\($0)", UInt8($0 % 200)) }
-        try store.beginBatch()
-        for number in 1...40 {
-            let bid = number >= 7 ? StoredBid(number: number - 6, bidder: "b\(number)", amount: Int64(number), at: "2026-11-23T06:00:30Z") : nil
-            try store.commit(event: event(UInt64(number)), records: changes[number] ?? [], auction: number < 7 ? nil : number == 40 ? closed : open,
-                             bid: bid)
-        }
-        try store.commitBatch()
-
-        let state = try PostgresStore(url: url).load(eventLimit: 100)
-        #expect(state.events.map(\.id) == Array(1...40))
-        let units = Dictionary(uniqueKeysWithValues: (state.records["unit"] ?? []).map { ($0.id, $0.document) })
-        #expect(units["x"] == [3] && units["y"] == nil && units["z"] == nil)
-        #expect(units.count == 451, "x and the 450 of one change")
-        #expect(units["many449"] == [UInt8(449 % 200)])
-        #expect(state.auctions.map(\.status) == ["closed"] && state.auctions.first?.winner == "b40")
-        #expect(state.auctions.first?.bids.map(\.number) == Array(1...34))
-        #expect(try TestPostgres.run("SELECT string_agg(id, ',' ORDER BY id) FROM herald_removals", on: url) == "y,z")
-        #expect(try TestPostgres.run("SELECT count(DISTINCT revision) FROM herald_records", on: url) == "1", "one revision: the batch's")
-
-        #expect(try other.beginBatch()?.behind == true)
-        let missed = try #require(try other.missedChanges())
-        #expect(missed.changed.records["unit"]?.count == 451)
-        #expect(missed.removed.map(\.id).sorted() == ["y", "z"])
-        #expect(missed.changed.auctions.first?.bidCount == 34)
-        other.rollbackBatch()
-    }
-
     @Test func aFailedBatchCommitStoresNothing() throws {
         let url = try TestPostgres.database()
         let store = try PostgresStore(url: url)

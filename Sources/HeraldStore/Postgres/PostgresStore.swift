@@ -308,10 +308,6 @@ public final class PostgresStore: Store {
         var prefetched: (after: UInt64, events: [StoredEvent], changes: StoredChanges)?
         /// The batch's news, written as its changes are stored, notified when it commits.
         var news = CommitNews.Writer()
-        /// The batch's rows not sent yet (`PendingRows`), and why some could not be sent: then the
-        /// batch must not commit (its changes were answered as stored once it commits).
-        var rows = PendingRows()
-        var rowsFailure: StoreError?
         /// While a batch holds the write lock: how long it waited for it, and when it got it
         /// (`nanoseconds()`), for `onLockTimes`.
         var lock: (waited: Int64, since: Int64)?
@@ -410,8 +406,6 @@ public final class PostgresStore: Store {
                 state.batchSequence = nil
                 state.batchWrote = false
                 state.news.reset()
-                state.rows = PendingRows()
-                state.rowsFailure = nil
                 return BatchStart(committed: committed, behind: behind)
             } catch {
                 Self.abandon(connection)
@@ -431,13 +425,9 @@ public final class PostgresStore: Store {
                 state.inBatch = false
                 state.batchSequence = nil
                 state.batchWrote = false
-                state.rows = PendingRows()
-                state.rowsFailure = nil
                 lockReleased(&state)
             }
             do throws(StoreError) {
-                if let failure = state.rowsFailure { throw failure }
-                try connection.send(state.rows.take())
                 if let failure = connection.takeFailure() { throw failure }
                 // The write lock is held since the batch began, so the revision it commits is the next.
                 let revision = state.batchWrote ? state.seenRevision + 1 : state.seenRevision
@@ -470,8 +460,6 @@ public final class PostgresStore: Store {
             guard state.inBatch else { return }
             Self.abandon(state.connection)
             lockReleased(&state)
-            state.rows = PendingRows()
-            state.rowsFailure = nil
             state.inBatch = false
             state.batchSequence = nil
             state.prefetched = nil
@@ -523,19 +511,9 @@ public final class PostgresStore: Store {
 
     public func commit(event: StoredEvent?, records: [RecordChange], auction: StoredAuction?, bid: StoredBid?) throws(StoreError) {
         try use { state throws(StoreError) in
-            guard state.inBatch else {
-                try Self.change(&state, event: event?.id) { revision in
-                    Self.statements(event: event, records: records, auction: auction, bid: bid, revision: revision)
-                }
-                return
-            }
-            // In a batch: kept, and sent a few changes at a time as multi-row statements (`PendingRows`).
-            try state.rows.add(event: event, records: records, auction: auction, bid: bid, revision: state.seenRevision + 1)
-            state.news.add(event: event, records: records, auction: auction, bid: bid)
-            state.batchWrote = true
-            if let event { state.batchSequence = event.id }
-            if state.rows.changes >= PendingRows.sendAfter {
-                do throws(StoreError) { try state.connection.send(state.rows.take()) } catch { state.rowsFailure = state.rowsFailure ?? error }
+            if state.inBatch { state.news.add(event: event, records: records, auction: auction, bid: bid) }
+            try Self.change(&state, event: event?.id) { revision in
+                Self.statements(event: event, records: records, auction: auction, bid: bid, revision: revision)
             }
         }
     }
