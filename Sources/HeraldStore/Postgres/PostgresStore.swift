@@ -251,11 +251,7 @@ public final class PostgresStore: Store {
     private static let othersWriting: Int64 = 1_000
 
     /// A monotonic clock in milliseconds.
-    private static func milliseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
-    }
+    private static func milliseconds() -> Int64 { nanoseconds() / 1_000_000 }
     /// How many batches read what they missed with their lock (tests tell the two ways apart by it).
     private let prefetches = Atomic<Int>(0)
     var prefetchedBatches: Int { prefetches.load(ordering: .relaxed) }
