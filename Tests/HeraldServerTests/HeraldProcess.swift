@@ -3,6 +3,7 @@ import HeraldDomain
 import HeraldServer
 import HeraldStore
 import HeraldTestSupport
+import HeraldThreads
 
 /// The built `herald` executable, next to the test bundle (in the test command, built with
 /// AddressSanitizer); `HERALD_BINARY` names another build.
@@ -26,10 +27,13 @@ final class HeraldProcess {
     private let errors = Pipe()
     /// What it wrote to standard error so far.
     let log = LogLines()
+    /// With `closingItsLog`: the reader let the pipe go.
+    let logLetGo = Lock(false)
 
     /// Starts `herald` in memory, or on `dataDirectory` when given, or on the database `arguments`
-    /// name with `--store`; with `openFileLimit`, under that limit (`ulimit -n`, then `exec`).
-    init(arguments: [String] = [], dataDirectory: String? = nil, openFileLimit: Int? = nil) throws {
+    /// name with `--store`; with `openFileLimit`, under that limit (`ulimit -n`, then `exec`). With
+    /// `closingItsLog`, nobody reads its standard error once it gave its port: the pipe has no reader.
+    init(arguments: [String] = [], dataDirectory: String? = nil, openFileLimit: Int? = nil, closingItsLog: Bool = false) throws {
         let store = arguments.contains("--store") ? [] : dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
         // No pause between SIGTERM and the streams' end unless a test asks for one.
         let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
@@ -47,7 +51,7 @@ final class HeraldProcess {
         }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
-        let log = self.log
+        let (log, logLetGo) = (self.log, self.logLetGo)
         try process.run()
         // Read with blocking reads on a thread of its own until the child closes its end, not with
         // `readabilityHandler`: tearing down that handler's dispatch read source races libdispatch's epoll
@@ -59,6 +63,11 @@ final class HeraldProcess {
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(reader.fileDescriptor, $0.baseAddress, $0.count) }
                 if count > 0 { log.append(Data(buffer[..<count])) } else if count == 0 || errno != EINTR { break }
+                if closingItsLog, log.listeningPort != nil { break }
+            }
+            if closingItsLog {
+                try? reader.close()
+                logLetGo.withLock { $0 = true }
             }
         }.start()
         let child = process

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldTestSupport
+import HeraldThreads
 import Testing
 
 /// Tests of the `herald` executable as a separate process, seen from outside.
@@ -130,28 +131,9 @@ import Testing
     /// each line's write fails with EPIPE, and Herald goes on answering. By default SIGPIPE would end
     /// it at the first line.
     @Test func aLogPipeWithoutAReaderDoesNotEndHerald() throws {
-        let process = Process()
-        process.executableURL = heraldExecutable()
-        process.arguments = ["--port", "0", "--in-memory", "--log-level", "info", "--drain-seconds", "0"]
-        if let options = ProcessInfo.processInfo.environment["HERALD_CHILD_ASAN_OPTIONS"] {
-            process.environment = ProcessInfo.processInfo.environment.merging(["ASAN_OPTIONS": options]) { $1 }
-        }
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        // Its log up to the line that gives the port, read here; then nobody reads it.
-        let log = LogLines()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let reader = errors.fileHandleForReading.fileDescriptor
-        while log.listeningPort == nil {
-            let count = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            log.append(Data(buffer[..<count]))
-        }
-        let port = try #require(log.listeningPort, "herald did not start: \(log.text.suffix(2000))")
-        try errors.fileHandleForReading.close()
+        let herald = try HeraldProcess(closingItsLog: true)
+        let (process, port) = (herald.process, herald.port)
+        #expect(eventually { herald.logLetGo.withLock { $0 } }, "nobody reads its log any more")
         // Each request writes an access line.
         for _ in 0..<5 {
             #expect(try HTTPClient(port: port).get("/health").status == 200)
