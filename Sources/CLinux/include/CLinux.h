@@ -37,6 +37,16 @@ static inline int cepoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
 static inline int cepoll_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 
+/// Signals an eventfd (its counter goes up by one; a reader waiting on it wakes).
+static inline void cepoll_eventfd_signal(int fd) { (void)eventfd_write(fd, 1); }
+
+/// Empties a non-blocking eventfd's counter (what signalled it has been seen).
+static inline void cepoll_eventfd_drain(int fd)
+{
+    eventfd_t count;
+    (void)eventfd_read(fd, &count);
+}
+
 /// Adds `fd` with `events`, reporting `token`.
 static inline int cepoll_add(int epfd, int fd, uint32_t events, uint64_t token)
 {

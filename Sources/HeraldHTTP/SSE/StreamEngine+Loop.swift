@@ -74,10 +74,7 @@ extension StreamEngine {
         }
 
         /// Writes the loop's eventfd, whether or not a wake-up is pending.
-        func wakeNow() {
-            var one: UInt64 = 1
-            _ = write(wakeup, &one, 8)
-        }
+        func wakeNow() { cepoll_eventfd_signal(wakeup) }
     }
 
     func run(_ loop: Loop, heartbeat: Duration?) {
@@ -122,8 +119,7 @@ extension StreamEngine {
             if count < 0, errno != EINTR { break }
             for index in 0..<max(Int(count), 0) {
                 if tokens[index] == 0 {
-                    var value: UInt64 = 0
-                    _ = read(loop.wakeup, &value, 8)
+                    cepoll_eventfd_drain(loop.wakeup)
                     continue
                 }
                 guard let stream = owned.streams[tokens[index]] else { continue }

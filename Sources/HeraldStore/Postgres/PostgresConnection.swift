@@ -1,3 +1,4 @@
+import CLinux
 import CPostgres
 import Foundation
 
@@ -324,8 +325,7 @@ final class PostgresConnection: @unchecked Sendable {
                 return
             }
             if descriptors[1].revents != 0 {
-                var count: UInt64 = 0
-                _ = read(wake, &count, 8)
+                cepoll_eventfd_drain(wake)
                 whileWaiting()
             }
             if descriptors[0].revents != 0, PQconsumeInput(handle) != 1 { return }

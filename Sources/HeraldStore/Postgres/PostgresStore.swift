@@ -107,10 +107,7 @@ public final class PostgresStore: Store {
         takeIn.withLock { $0 = TakeIn(run: run) }
     }
 
-    private func signalNews() {
-        var one: UInt64 = 1
-        _ = write(newsWake, &one, 8)
-    }
+    private func signalNews() { cepoll_eventfd_signal(newsWake) }
 
     deinit { if newsWake >= 0 { close(newsWake) } }
 
@@ -165,10 +162,7 @@ public final class PostgresStore: Store {
             let left = deadline - Self.milliseconds()
             guard left > 0 else { return }
             var descriptor = pollfd(fd: newsWake, events: Int16(POLLIN), revents: 0)
-            if poll(&descriptor, 1, Int32(left)) > 0 {
-                var count: UInt64 = 0
-                _ = Glibc.read(newsWake, &count, 8)
-            }
+            if poll(&descriptor, 1, Int32(left)) > 0 { cepoll_eventfd_drain(newsWake) }
         }
     }
 
