@@ -1,3 +1,4 @@
+import HeraldDomain
 import HeraldStore
 import Logging
 
@@ -7,10 +8,10 @@ extension Subjects {
     /// the store could not commit needs nothing here: memory takes a batch only once it is durable.
     func follow(_ store: any Store, journal: Journal, logger: Logger) {
         guard store.isShared else { return }
-        // Weak: the journal keeps this closure, and the subjects keep the journal (their sink).
-        journal.onCatchUp { [weak auctions, weak currency, weak trips, weak units] in
-            guard let auctions, let currency, let trips, let units else { return true }
-            let subjects = Subjects(auctions: auctions, currency: currency, trips: trips, units: units)
+        // Weak: the journal keeps these closures, and the subjects keep the journal (their sink).
+        let weakly = WeakSubjects(self)
+        journal.onCatchUp {
+            guard let subjects = weakly.subjects else { return true }
             do {
                 // Only what the others changed, when the store can tell and the bids add up; else
                 // all of it, with the countdowns going on as at start.
@@ -27,9 +28,8 @@ extension Subjects {
         }
         // What the other replicas' news carries, merged while a batch begins or waits for the lock (the
         // bids must add up, and no auction may close in it: else it is read back under the lock).
-        journal.onMerge { [weak auctions, weak currency, weak trips, weak units] changes in
-            guard let auctions, let currency, let trips, let units else { return false }
-            let subjects = Subjects(auctions: auctions, currency: currency, trips: trips, units: units)
+        journal.onMerge { changes in
+            guard let subjects = weakly.subjects else { return false }
             do {
                 return try subjects.merge(changes)
             } catch {
@@ -37,5 +37,22 @@ extension Subjects {
                 return false
             }
         }
+    }
+}
+
+/// The four subjects, held weakly: `subjects` is nil once any of them is gone.
+private struct WeakSubjects: Sendable {
+    weak var auctions: AuctionHouse?
+    weak var currency: CurrencySetting?
+    weak var trips: TripBoard?
+    weak var units: UnitStore?
+
+    init(_ subjects: Subjects) {
+        (auctions, currency, trips, units) = (subjects.auctions, subjects.currency, subjects.trips, subjects.units)
+    }
+
+    var subjects: Subjects? {
+        guard let auctions, let currency, let trips, let units else { return nil }
+        return Subjects(auctions: auctions, currency: currency, trips: trips, units: units)
     }
 }
