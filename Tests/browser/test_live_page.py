@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -9,7 +10,11 @@ RED = "rgba(192, 38, 45, 1)"
 
 
 def wait(browser, condition, timeout=20, message=""):
-    return WebDriverWait(browser, timeout, poll_frequency=0.05).until(lambda _: condition(), message)
+    # The page renders a list again on each change: an element found a moment before can be gone by
+    # the time its text is read. That is a look at a page mid-change, so the condition is looked at
+    # again (as for an element not there yet), until the same timeout.
+    return WebDriverWait(browser, timeout, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(lambda _: condition(), message)
 
 
 def text(browser, element_id):
