@@ -21,12 +21,16 @@ extension PostgresReplicaTests {
             auctions.allSatisfy { (try? server.client().get("/auctions/\($0)").status) == 200 }
         } }, "the auctions reach every replica")
         let topics = auctions.map { "topic=auctions/\($0)" }.joined(separator: "&")
-        let streams = try servers.map { try $0.stream("/events?\(topics)&snapshot=false") }
+        let streams = Streams(try servers.map { try $0.stream("/events?\(topics)&snapshot=false") })
         let ports = servers.map(\.port)
         let amount = Atomic<Int>(1)
         let until = Date().addingTimeInterval(10)
-        // Each client's acknowledged bids: (auction, bidder), in the order it sent them.
-        let acknowledged = Racers.run(6) { racer -> [(auction: String, bidder: String)] in
+        // Six clients bid (two on each replica) while one reader on each replica takes its observer's
+        // events as they come. Read only after the bids, as before, a stream sat unread for 10 s and
+        // more: its socket filled, and what came next depended on the kernel's buffers and TCP's window
+        // probes as much as on Herald.
+        let outcomes = Racers.run(6 + servers.count) { racer -> Outcome in
+            if racer >= 6 { return .saw(Self.watch(streams.all[racer - 6], untilEachOf: auctions)) }
             var taken: [(auction: String, bidder: String)] = []
             var number = 0
             while Date() < until {
@@ -38,36 +42,31 @@ extension PostgresReplicaTests {
                     .post("/auctions/\(auction)/bids", #"{"bidder":"\#(bidder)","amount":\#(bid)}"#).status
                 if status == 201 { taken.append((auction, bidder)) }
             }
-            return taken
-        }.compactMap { $0 }.flatMap { $0 }
+            return .bid(taken)
+        }
+        // Each client's acknowledged bids: (auction, bidder), in the order it sent them.
+        let acknowledged = outcomes.flatMap { outcome -> [(auction: String, bidder: String)] in
+            if case .bid(let taken) = outcome { return taken }
+            return []
+        }
+        let seen = outcomes.compactMap { outcome -> Seen? in
+            if case .saw(let seen) = outcome { return seen }
+            return nil
+        }
         #expect(acknowledged.count > 100, "the replicas took bids: \(acknowledged.count)")
+        #expect(seen.count == servers.count, "every reader came back")
         // What each took in of the others' commits came from their news, not from reading it back.
         let fromNews = servers.map { ($0.herald.journal.store as? PostgresStore)?.revisionsTakenFromNews ?? 0 }
         #expect(fromNews.allSatisfy { $0 > 10 }, "revisions taken from news on each replica: \(fromNews)")
         var orders: [[String]] = []
-        for (index, stream) in streams.enumerated() {
-            var ids: [String] = []
-            var bids = 0
-            var lastBidder: [String: String] = [:]
-            var winners: [String: [String?]] = [:]
-            while winners.count < auctions.count || winners.values.contains(where: { $0.count != 1 }) {
-                guard let event = try? stream.next(timeout: 30) else { break }
-                guard let id = event.id else { continue }
-                ids.append(id)
-                let auction = (event.json["auction"] as? [String: Any])?["id"] as? String ?? ""
-                if event.event == "bid" {
-                    bids += 1
-                    lastBidder[auction] = (event.json["bid"] as? [String: Any])?["bidder"] as? String
-                } else if event.event == "closed" {
-                    winners[auction, default: []].append(event.json["winner"] as? String)
-                }
-            }
-            #expect(bids == acknowledged.count, "replica \(index): one bid event for each acknowledged bid")
-            #expect(Set(winners.keys) == Set(auctions), "replica \(index): every auction closed")
+        for (index, seen) in seen.enumerated() {
+            #expect(seen.ended == nil, "replica \(index): \(seen.ended ?? "")")
+            #expect(seen.bids == acknowledged.count, "replica \(index): one bid event for each acknowledged bid")
+            #expect(Set(seen.winners.keys) == Set(auctions), "replica \(index): every auction closed")
             for auction in auctions {
-                #expect(winners[auction] == [lastBidder[auction]], "replica \(index), auction \(auction): one close, won by its last bidder")
+                #expect(seen.winners[auction] == [seen.lastBidder[auction]], "replica \(index), auction \(auction): one close, won by its last bidder")
             }
-            orders.append(ids)
+            orders.append(seen.ids)
         }
         #expect(orders.allSatisfy { $0 == orders[0] }, "the same ids in the same order on every replica")
         let ids = orders[0].compactMap { UInt64($0) }
@@ -83,5 +82,52 @@ extension PostgresReplicaTests {
                 #expect(read["bidCount"] as? Int == acknowledged.count { $0.auction == auction })
             }
         }
+    }
+
+    /// The three readers' streams, each read by one reader thread only.
+    private final class Streams: @unchecked Sendable {
+        let all: [SSEClient]
+        init(_ all: [SSEClient]) { self.all = all }
+    }
+
+    /// What a racer of the contention test did: bid (its acknowledged bids) or watch (what its
+    /// replica's observer saw).
+    private enum Outcome: Sendable {
+        case bid([(auction: String, bidder: String)])
+        case saw(Seen)
+    }
+
+    /// What one replica's observer saw: every id in order, the bid events, each auction's last bidder,
+    /// and the winners of its closes; `ended` says why reading stopped early, if it did.
+    private struct Seen: Sendable {
+        var ids: [String] = []
+        var bids = 0
+        var lastBidder: [String: String] = [:]
+        var winners: [String: [String?]] = [:]
+        var ended: String?
+    }
+
+    /// Reads `stream` until each of `auctions` has closed once (or 30 s pass without an event).
+    private static func watch(_ stream: SSEClient, untilEachOf auctions: [String]) -> Seen {
+        var seen = Seen()
+        while seen.winners.count < auctions.count || seen.winners.values.contains(where: { $0.count != 1 }) {
+            let event: SSEEvent
+            do {
+                event = try stream.next(timeout: 30)
+            } catch {
+                seen.ended = "no event for 30 s, or the stream ended, after \(seen.bids) bids: \(error)"
+                break
+            }
+            guard let id = event.id else { continue }
+            seen.ids.append(id)
+            let auction = (event.json["auction"] as? [String: Any])?["id"] as? String ?? ""
+            if event.event == "bid" {
+                seen.bids += 1
+                seen.lastBidder[auction] = (event.json["bid"] as? [String: Any])?["bidder"] as? String
+            } else if event.event == "closed" {
+                seen.winners[auction, default: []].append(event.json["winner"] as? String)
+            }
+        }
+        return seen
     }
 }
