@@ -52,6 +52,9 @@ public protocol Store: AnyObject, Sendable {
     /// A shared store whose batches take a write lock: `report` is told, as each batch ends, how long
     /// it waited for the lock and how long it held it (metrics).
     func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void)
+    /// Outside a batch, on the writer: takes in the news heard so far (`onNews`). Whether memory now
+    /// holds everything the store heard of; false when some of it must be read, with the lock.
+    func takeInNews() -> Bool
     /// Why the store cannot be written now, if it knows (readiness); nil when it can.
     func unwritableReason() -> String?
     /// The bytes the store takes, if it knows (metrics).
@@ -63,6 +66,7 @@ extension Store {
     public func missedChanges() throws(StoreError) -> StoredChanges? { nil }
     public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {}
     public func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void) {}
+    public func takeInNews() -> Bool { false }
     public func tidy() {}
 }
 

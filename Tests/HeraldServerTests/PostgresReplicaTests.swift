@@ -46,6 +46,29 @@ struct PostgresReplicaTests {
         }
     }
 
+    /// A replica that only streams takes in the other's commits from their news, between its batches:
+    /// it runs no batch for them, so it never takes the database's write lock, and its observers see
+    /// every change, with the writer's ids.
+    @Test func aReplicaThatOnlyStreamsTakesInTheNewsWithoutTheLock() throws {
+        let url = try TestPostgres.database()
+        let servers = try replicas(url, count: 2)
+        defer { for server in servers { server.stop() } }
+        let (writer, streamer) = (servers[0], servers[1])
+        let auction = try writer.auction(countdown: 3600, startingPrice: 1)
+        #expect(eventually { (try? streamer.client().get("/auctions/\(auction)").status) == 200 }, "the auction reaches the other replica")
+        let streams = try servers.map { try $0.stream("/auctions/\(auction)/events?snapshot=false") }
+        let batches = streamer.herald.journal.writer.statistics.batches
+        let bids = 20
+        for number in 1...bids {
+            let response = try writer.client().post("/auctions/\(auction)/bids", #"{"bidder":"b\#(number)","amount":\#(number)}"#)
+            #expect(response.status == 201)
+        }
+        let seen = try streams.map { stream in try (0..<bids).map { _ in try stream.next(named: "bid", timeout: 10).id ?? "" } }
+        #expect(seen[1] == seen[0], "the same ids on both")
+        #expect(streamer.herald.journal.writer.statistics.batches == batches, "the streaming replica ran no batch, so took no lock")
+        #expect(try streamer.client().get("/auctions/\(auction)").json["price"] as? Int == bids)
+    }
+
     /// Two replicas take changes of one unit from the same version (`If-Match`) at once: one is made
     /// and the others are 412, because each replica checks the version on its writer, after catching
     /// up under the store's lock.

@@ -266,12 +266,24 @@ final class Journal: ChangeSink {
         return .taken
     }
 
-    /// Queues a batch that only catches up with what other Heralds committed (the store's listener
-    /// heard of a commit). Until the queued change runs, another wake is not queued: the batch that
-    /// runs it began (under the store's lock) after the commit that was heard. A batch refused before
-    /// it ran (the store unreachable) caught up with nothing, so the next commit heard wakes again.
+    /// Catches up with what other Heralds committed (the store's listener heard of a commit): from
+    /// their news, on the writer between two batches and without the store's lock; or, when some of it
+    /// has no news, with a batch that only catches up. Until the queued work runs, another wake is not
+    /// queued: it runs after the commit that was heard. A batch refused before it ran (the store
+    /// unreachable) caught up with nothing, so the next commit heard wakes again.
     func wake() {
         guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
+        writer.between { [weak self] in self?.takeInBetweenBatches() }
+    }
+
+    private func takeInBetweenBatches() {
+        wakeQueued.store(false, ordering: .relaxed)
+        guard let store else { return }
+        state.withValue { $0.preparing = true }
+        let caughtUp = store.takeInNews()
+        state.withValue { $0.preparing = false }
+        guard !caughtUp, !wakeQueued.exchange(true, ordering: .relaxed) else { return }
+        // A batch that takes the lock reads what has no news (it begins caught up with all the rest).
         writer.submit({ [weak self] () throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { [weak self] result in
             if case .failure = result { self?.wakeQueued.store(false, ordering: .relaxed) }
         })

@@ -27,6 +27,13 @@ final class Writer: Sendable {
         var spareAnswers: [@Sendable (DomainError?) -> Void] = []
         var started = false
         var stopped = false
+        /// Work that runs between batches, outside any (`between`).
+        var between: [Job] = []
+    }
+
+    /// Kept in a struct (see `Hooks`).
+    private struct Job: Sendable {
+        let run: @Sendable () -> Void
     }
 
     private let state = Lock(State())
@@ -147,6 +154,17 @@ final class Writer: Sendable {
         }, refuse: { done(.failure($0)) })
     }
 
+    /// Queues `work` to run on the writer between two batches, in none: it changes nothing a batch
+    /// stores (a replica taking in other replicas' news). Dropped once the writer stops.
+    func between(_ work: @escaping @Sendable () -> Void) {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.between.append(Job(run: work))
+            return true
+        }
+        if accepted { wake.signal() }
+    }
+
     /// Runs `work` on the writer and waits until its batch is finished. On the writer's own thread
     /// (a change that makes another) it runs at once, in the current batch. Before `start`, the thread
     /// that sets Herald up (restoring the store, the examples) stands in for the writer: `work` runs
@@ -187,7 +205,12 @@ final class Writer: Sendable {
 
     private func run() {
         while true {
-            let (waiting, stopped) = state.withLock { state in (!state.queue.isEmpty, state.stopped) }
+            let (waiting, stopped, jobs) = state.withLock { state in
+                defer { state.between = [] }
+                return (!state.queue.isEmpty, state.stopped, state.between)
+            }
+            for job in jobs { job.run() }
+            if !jobs.isEmpty { continue }
             if !waiting {
                 if stopped { break }
                 wake.wait()

@@ -73,6 +73,8 @@ public final class PostgresStore: Store {
         /// The newest revision heard of without its news (too large to carry, not text, or heard
         /// without a word after the listener connected again): up to it, a batch reads.
         var missedBefore: Int64 = -1
+        /// The newest revision a notification named (with news or without).
+        var newest: Int64 = -1
     }
     private let heardNews = Lock(Heard())
     /// Signalled when news is whole: wakes a batch that waits for the lock, to take it in meanwhile.
@@ -118,6 +120,8 @@ public final class PostgresStore: Store {
         return heardNews.withLock { (heard: inout Heard) -> Bool in
             var whole = false
             for header in headers {
+                // An unreadable payload names no revision: `missedBefore` below covers it.
+                heard.newest = max(heard.newest, header?.revision ?? -1)
                 guard let header, let part = header.part else {
                     let revision = header?.revision ?? .max
                     heard.missedBefore = max(heard.missedBefore, revision == .max ? known + Int64(Self.heardLimit) : revision)
@@ -164,6 +168,15 @@ public final class PostgresStore: Store {
             var descriptor = pollfd(fd: newsWake, events: Int16(POLLIN), revents: 0)
             if poll(&descriptor, 1, Int32(left)) > 0 { cepoll_eventfd_drain(newsWake) }
         }
+    }
+
+    public func takeInNews() -> Bool {
+        let caughtUp = try? use { state throws(StoreError) -> Bool in
+            guard !state.inBatch, takesNews, takeInNews(&state) != .failed, state.seenRevision >= 0 else { return false }
+            let heard = heardNews.withLock { ($0.newest, $0.missedBefore) }
+            return heard.0 <= state.seenRevision && heard.1 <= state.seenRevision
+        }
+        return caughtUp ?? false
     }
 
     /// Whether this store's writer takes in news (then a batch waits for news instead of reading).
