@@ -52,8 +52,6 @@ struct PostgresHeraldTests {
         text.replacing(/"remainingSeconds":[0-9]+/, with: "\"remainingSeconds\":_")
     }
 
-    /// The database goes away: a change gets 503 (problem+json, Retry-After) and changes nothing,
-    /// readiness says why, streams stay open; when it is back, changes go through again.
     /// `/metrics` tells how long batches waited for the database's write lock and held it: a change
     /// whose batch waits 0.5 s for the lock another session holds counts at least that in its wait.
     @Test func metricsTellHowLongBatchesWaitedForTheWriteLockAndHeldIt() throws {
@@ -94,6 +92,8 @@ struct PostgresHeraldTests {
         #expect(heldTimes.sum > heldBefore.sum, "and held it until its commit")
     }
 
+    /// The database goes away: a change gets 503 (problem+json, Retry-After) and changes nothing,
+    /// readiness says why, streams stay open; when it is back, changes go through again.
     @Test func withoutItsDatabaseHeraldRefusesChangesAndRecoversWhenItReturns() throws {
         let url = try TestPostgres.database()
         let name = try #require(URL(string: url)?.lastPathComponent)
