@@ -64,10 +64,12 @@ public final class Metrics: Sendable {
         replays = registry.makeCounter(descriptor: Metrics.describe("herald_replays_total", "Streams that resumed with Last-Event-ID and got a replay of what they missed."))
         resyncs = registry.makeCounter(descriptor: Metrics.describe("herald_resyncs_total", "Streams that asked to resume from an id no longer kept (or unknown) and got a resync."))
         batchSize = registry.makeValueHistogram(descriptor: Metrics.describe("herald_writer_batch_changes", "Changes in each batch the writer committed."), buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
+        let commitBuckets = ([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as [Double]).map { Duration.seconds($0) }
         commitDuration = registry.makeDurationHistogram(
             descriptor: Metrics.describe("herald_writer_commit_duration_seconds", "Time to finish a batch: commit, sync (with --sync full) and publish."),
-            buckets: ([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as [Double]).map { Duration.seconds($0) })
-        let lockBuckets = ([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5] as [Double]).map { Duration.seconds($0) }
+            buckets: commitBuckets)
+        // A batch may wait seconds for the lock behind other replicas: one bucket more.
+        let lockBuckets = commitBuckets + [.seconds(5)]
         lockWait = registry.makeDurationHistogram(
             descriptor: Metrics.describe("herald_store_lock_wait_seconds",
                                          "Replicas on PostgreSQL: time each batch waited for the database's write lock (other replicas' batches held it)."),
