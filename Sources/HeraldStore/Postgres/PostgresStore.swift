@@ -73,7 +73,9 @@ public final class PostgresStore: Store {
         /// The newest revision heard of without its news (too large to carry, not text, or heard
         /// without a word after the listener connected again): up to it, a batch reads.
         var missedBefore: Int64 = -1
-        /// The newest revision a notification named (with news or without).
+        /// The newest revision a notification named (with news or without). Not `heardRevision`: that
+        /// counts an unreadable payload as the newest there can be, so a replica would never be caught
+        /// up from news again; here it counts nothing, and `missedBefore` makes a batch read it.
         var newest: Int64 = -1
     }
     private let heardNews = Lock(Heard())
