@@ -73,7 +73,8 @@ final class HeraldProcess {
         let child = process
         guard eventually(timeout: 10, { log.listeningPort != nil || !child.isRunning }), let port = log.listeningPort else {
             process.terminate()
-            throw TestError("herald did not start: \(log.text.suffix(2000))")
+            // The head of the log: a crash says why first, then prints a long backtrace.
+            throw TestError("herald did not start: \(log.text.prefix(3000))")
         }
         self.port = port
     }

@@ -67,7 +67,9 @@ public final class Herald: Sendable {
         }
         // The journal declares the collections, whose members' changes in the history then read as such.
         let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
-        hub.restore(history: stored.events.map { Event(id: $0.id, topic: $0.topic, name: EventName($0.name), data: $0.data, tags: $0.tags) },
+        // The store's snapshot holds no event past its sequence; were one there, the first batch would
+        // publish it again: the journal's numbers and the hub's must start equal.
+        hub.restore(history: stored.events.filter { $0.id <= stored.lastSequence }.map { Event(id: $0.id, topic: $0.topic, name: EventName($0.name), data: $0.data, tags: $0.tags) },
                     lastSequence: stored.lastSequence)
         let subjects = Subjects(clock: clock, sink: journal)
         (self.hub, self.journal, self.subjects) = (hub, journal, subjects)

@@ -483,22 +483,32 @@ public final class PostgresStore: Store {
     /// PostgreSQL synced its log when it acknowledged the commit.
     public func syncLog() throws(StoreError) {}
 
+    /// Everything the store holds, as of one moment: outside a batch the reads share one snapshot (a
+    /// read-only repeatable-read transaction), so the sequence, the records and the events agree while
+    /// other replicas commit; inside a batch the write lock keeps them from committing.
     public func load(eventLimit: Int) throws(StoreError) -> StoredState {
         try use { state throws(StoreError) -> StoredState in
             let connection = state.connection
-            var stored = StoredState()
-            let row = try connection.query("SELECT value, revision FROM herald_sequence").rows.first
-            stored.lastSequence = UInt64(row?[0] ?? "") ?? 0
-            state.seenSequence = stored.lastSequence
-            // What follows may already be newer: then the next batch catches up once more, harmlessly.
-            state.seenRevision = Int64(row?[1] ?? "") ?? -1
-            let answers = try Self.read([Self.records(changed: nil)] + Self.auctions(changed: nil), connection)
-            stored.records = Self.records(answers[0])
-            stored.auctions = Self.auctions(answers[1], bids: answers[2])
-            let events = try connection.query("SELECT id, topic, name, data, tags, at FROM herald_events ORDER BY id DESC LIMIT $1",
-                                              [.int(Int64(max(eventLimit, 0)))])
-            stored.events = events.rows.reversed().map(Self.event)
-            return stored
+            let ownTransaction = !state.inBatch
+            if ownTransaction { try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") }
+            do throws(StoreError) {
+                var stored = StoredState()
+                let row = try connection.query("SELECT value, revision FROM herald_sequence").rows.first
+                stored.lastSequence = UInt64(row?[0] ?? "") ?? 0
+                let answers = try Self.read([Self.records(changed: nil)] + Self.auctions(changed: nil), connection)
+                stored.records = Self.records(answers[0])
+                stored.auctions = Self.auctions(answers[1], bids: answers[2])
+                let events = try connection.query("SELECT id, topic, name, data, tags, at FROM herald_events ORDER BY id DESC LIMIT $1",
+                                                  [.int(Int64(max(eventLimit, 0)))])
+                stored.events = events.rows.reversed().map(Self.event)
+                if ownTransaction { try connection.execute("COMMIT") }
+                state.seenSequence = stored.lastSequence
+                state.seenRevision = Int64(row?[1] ?? "") ?? -1
+                return stored
+            } catch {
+                if ownTransaction, connection.isConnected { try? connection.execute("ROLLBACK") }
+                throw error
+            }
         }
     }
 
