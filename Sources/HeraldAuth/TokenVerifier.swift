@@ -10,6 +10,11 @@ public struct VerifiedToken: Sendable, Equatable {
     public let subject: String?
     public let expires: Date
     public let grants: Grants
+
+    /// Claims already verified, as another replica forwards them (`RenewalForwarding`).
+    public init(subject: String?, expires: Date, grants: Grants) {
+        (self.subject, self.expires, self.grants) = (subject, expires, grants)
+    }
 }
 
 /// Why a token is refused; each becomes a 401 with its reason.

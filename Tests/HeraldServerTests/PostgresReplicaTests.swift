@@ -285,7 +285,7 @@ struct PostgresReplicaTests {
                 AND query NOT LIKE 'LISTEN%' AND query NOT LIKE '%listening_since%' AND query NOT LIKE '%pg_notify%'
             """)
         let revision = try #require(try session.run("SELECT revision FROM herald_sequence").flatMap { Int64($0) })
-        try session.run("NOTIFY herald, '\(revision + 1)'")
+        try session.run("NOTIFY herald, '\(store.seal.sealNews(String(revision + 1), channel: PostgresStore.channel))'")
         #expect(eventually { store.unwritableReason() != nil }, "B's catch-up found PostgreSQL unreachable")
 
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")

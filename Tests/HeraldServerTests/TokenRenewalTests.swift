@@ -165,3 +165,28 @@ import Testing
         #expect(try server.client().request("POST", "/streams/abc/token", headers: Tokens.bearer("x")).status == 404)
     }
 }
+
+extension TokenRenewalTests {
+    /// A renewal's 403 does not say whose the stream is; a stream opened with a token without `sub`
+    /// renews only with a token of the same grants (not with any other token without `sub`).
+    @Test func aRefusedRenewalNamesNoOneAndASubjectlessStreamNeedsTheSameGrants() async throws {
+        let clock = ManualClock(now: Date())
+        let server = try await secured(clock)
+        defer { server.stop() }
+        let ann = try await Tokens.make(sub: "ann", expires: clock.now.addingTimeInterval(60))
+        let stream = try server.stream("/currency/events", headers: Tokens.bearer(ann))
+        let id = try #require(try stream.next().json["stream"] as? String)
+        let refused = try renew(server, id, with: try await Tokens.make(sub: "mallory", expires: clock.now.addingTimeInterval(600)))
+        #expect(refused.status == 403)
+        #expect(!refused.text.contains("ann") && !refused.text.contains("mallory"), "names no one: \(refused.text)")
+
+        let opening = try await Tokens.make(sub: nil, publish: [], subscribe: ["currency"], expires: clock.now.addingTimeInterval(60))
+        let anonymous = try server.stream("/currency/events", headers: Tokens.bearer(opening))
+        let anonymousID = try #require(try anonymous.next().json["stream"] as? String)
+        let wider = try await Tokens.make(sub: nil, publish: ["*"], subscribe: ["*"], expires: clock.now.addingTimeInterval(600))
+        let other = try renew(server, anonymousID, with: wider)
+        #expect(other.status == 403, "another sub-less token with other grants: \(other.text)")
+        let same = try await Tokens.make(sub: nil, publish: [], subscribe: ["currency"], expires: clock.now.addingTimeInterval(600))
+        #expect(try renew(server, anonymousID, with: same).status == 204)
+    }
+}

@@ -54,6 +54,24 @@ public enum TestPostgres {
         @discardableResult
         public func run(_ sql: String) throws -> String? { try execute(sql, on: connection) }
 
+        /// The notifications this session (after `LISTEN`) got within `seconds`: every one that came
+        /// before the wait ended.
+        public func notifications(waiting seconds: Double) -> [(channel: String, payload: String)] {
+            var got: [(channel: String, payload: String)] = []
+            let deadline = Date().addingTimeInterval(seconds)
+            while true {
+                PQconsumeInput(connection)
+                while let notify = PQnotifies(connection) {
+                    got.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra)))
+                    PQfreemem(notify)
+                }
+                let left = deadline.timeIntervalSinceNow
+                guard left > 0 else { return got }
+                var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, Int32(left * 1_000))
+            }
+        }
+
         deinit { PQfinish(connection) }
     }
 

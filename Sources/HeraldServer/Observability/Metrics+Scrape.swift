@@ -18,6 +18,9 @@ extension Metrics {
             state.historyEvents = hub.historyCount
             state.oldestEventId = hub.oldestEventId
             state.lastEventId = hub.lastEventId
+            if let seal = (store as? PostgresStore)?.seal {
+                state.replicaDrops = Dictionary(uniqueKeysWithValues: seal.drops.map { ($0.key.rawValue, $0.value) })
+            }
             return metrics.render(state)
         }
     }

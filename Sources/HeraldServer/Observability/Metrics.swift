@@ -46,6 +46,8 @@ public final class Metrics: Sendable {
     private let lockHeld: DurationHistogram
     /// What the hub's resume counts were at the last scrape (they become counter increments).
     private let resumesSeen = Lock<(replays: Int, resyncs: Int)>((0, 0))
+    /// The replicas' notifications dropped so far, by reason, as last scraped.
+    private let dropsSeen = Lock<[String: Int]>([:])
     private let process = ProcessStatistics()
 
     /// Whether `method` is one that gets its own label (others count as `other`): compared, not hashed
@@ -152,6 +154,8 @@ public final class Metrics: Sendable {
         var historyEvents = 0
         var oldestEventId: UInt64?
         var lastEventId: UInt64 = 0
+        /// Notifications on the replicas' channels dropped (forged, replayed), by reason.
+        var replicaDrops: [String: Int] = [:]
     }
 
     /// A metric's name and help text (the name carries its unit already: `_seconds`, `_bytes`).
@@ -176,6 +180,14 @@ public final class Metrics: Sendable {
             if state.replays > seen.replays { replays.increment(by: Int64(state.replays - seen.replays)) }
             if state.resyncs > seen.resyncs { resyncs.increment(by: Int64(state.resyncs - seen.resyncs)) }
             seen = (max(seen.replays, state.replays), max(seen.resyncs, state.resyncs))
+        }
+        dropsSeen.withLock { seen in
+            for (reason, count) in state.replicaDrops where count > seen[reason, default: 0] {
+                registry.makeCounter(descriptor: Metrics.describe("herald_replica_messages_dropped_total",
+                                                                  "Notifications on the replicas' channels dropped: forged (no valid seal) or replayed."),
+                                     labels: [("reason", reason)]).increment(by: Int64(count - seen[reason, default: 0]))
+                seen[reason] = count
+            }
         }
         registry.makeGauge(descriptor: Metrics.describe("herald_writer_queue_depth", "Changes waiting for the writer.")).set(Double(state.writerQueue))
         registry.makeGauge(descriptor: Metrics.describe("herald_store_size_bytes", "The store's files (database and its log); 0 in memory."))

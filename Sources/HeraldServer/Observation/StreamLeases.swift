@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAuth
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
@@ -14,6 +15,8 @@ final class StreamLease: Sendable {
     let subject: String?
     /// The topics the stream watches: a renewal's grants must still cover them.
     let topics: [String]
+    /// The first token's grants: a stream opened without `sub` renews only with the same grants.
+    let grants: Grants
 
     private struct State {
         var expires: Date
@@ -22,10 +25,11 @@ final class StreamLease: Sendable {
 
     private let state: Lock<State>
 
-    init(id: String, subject: String?, topics: [String], expires: Date) {
+    init(id: String, subject: String?, topics: [String], grants: Grants, expires: Date) {
         self.id = id
         self.subject = subject
         self.topics = topics
+        self.grants = grants
         state = Lock(State(expires: expires))
     }
 
@@ -55,10 +59,10 @@ final class StreamLeases: Sendable {
     private let leases = Lock<[String: StreamLease]>([:])
 
     /// A lease for a new stream, under a fresh id.
-    func open(subject: String?, topics: [String], expires: Date) -> StreamLease {
+    func open(subject: String?, topics: [String], grants: Grants, expires: Date) -> StreamLease {
         var generator = SystemRandomNumberGenerator()
         let id = (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
-        let lease = StreamLease(id: id, subject: subject, topics: topics, expires: expires)
+        let lease = StreamLease(id: id, subject: subject, topics: topics, grants: grants, expires: expires)
         leases.withLock { $0[id] = lease }
         return lease
     }

@@ -75,17 +75,10 @@ struct Access: Sendable {
         }
     }
 
-    /// A token from `Authorization: Bearer` only, checked (401 when missing or refused), and as sent:
-    /// a renewal's.
-    func bearerToken(_ request: Request) throws -> (token: VerifiedToken, raw: String) {
+    /// A token from `Authorization: Bearer` only, checked (401 when missing or refused): a renewal's.
+    func bearerToken(_ request: Request) throws -> VerifiedToken {
         guard let verifier else { throw Problem(status: .notFound, detail: "Herald has no token key, so no stream has a token to renew") }
         guard let token = Self.bearer(request) else { throw Self.unauthorized("a renewal needs the fresh token: Authorization: Bearer <jwt>") }
-        return (try verify(token, with: verifier), token)
-    }
-
-    /// `token` checked (401 when refused, or when Herald has no key).
-    func verify(_ token: String) throws -> VerifiedToken {
-        guard let verifier else { throw Self.unauthorized("Herald has no token key") }
         return try verify(token, with: verifier)
     }
 

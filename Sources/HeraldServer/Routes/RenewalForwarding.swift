@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldAuth
 import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
@@ -30,14 +31,20 @@ final class RenewalForwarding: Sendable {
         (self.listener, self.access, self.leases) = (listener, access, leases)
     }
 
-    /// Asks the other replicas to renew stream `id` with `token` (already checked here); `answer` gets
-    /// their answer, once, on another thread.
-    func renew(_ id: String, token: String, answer: @escaping @Sendable (Response) -> Void) {
+    /// Asks the other replicas to renew stream `id` with `token` (checked here); `answer` gets their
+    /// answer, once, on another thread. What crosses the database is the token's verified claims, never
+    /// the token itself, in a sealed message (`ChannelSeal`).
+    func renew(_ id: String, token: VerifiedToken, answer: @escaping @Sendable (Response) -> Void) {
         var generator = SystemRandomNumberGenerator()
         let reply = String(generator.next() as UInt64, radix: 36)
-        let message = JSONValue.object([("renew", .string(id)), ("token", .string(token)), ("reply", .string(reply))]).bytes
+        let message = JSONValue.object([
+            ("renew", .string(id)), ("sub", token.subject.map { .string($0) } ?? .null),
+            ("exp", .int(Int64((token.expires.timeIntervalSince1970 * 1_000).rounded()))),
+            ("publish", .array(token.grants.publish.map { .string($0) })), ("subscribe", .array(token.grants.subscribe.map { .string($0) })),
+            ("reply", .string(reply)),
+        ]).bytes
         guard listener.send(String(decoding: message, as: UTF8.self)) else {
-            answer(Problem(status: .contentTooLarge, detail: "the token is too long to send to the replica that holds the stream").response)
+            answer(Problem(status: .contentTooLarge, detail: "the token's grants are too long to send to the replica that holds the stream").response)
             return
         }
         waiting.withLock { $0[reply] = Waiter(answer: answer) }
@@ -50,11 +57,12 @@ final class RenewalForwarding: Sendable {
     /// A message from a replica's listener (this one's included): a renewal to make here, or the answer
     /// to one this replica asked for. False: not a renewal's message.
     func received(_ message: JSONValue) -> Bool {
-        if let id = message["renew"]?.stringValue, let token = message["token"]?.stringValue, let reply = message["reply"]?.stringValue {
+        if let id = message["renew"]?.stringValue, let reply = message["reply"]?.stringValue {
             guard let lease = leases.lease(id) else { return true }  // another replica's stream, or none
             var status = 204, detail = ""
             do {
-                try Renewals.renew(lease, with: try access.verify(token), access: access)
+                guard let token = Self.claims(message) else { throw Problem(status: .badRequest, detail: "the forwarded claims do not read") }
+                try Renewals.renew(lease, with: token, access: access)
             } catch let problem as Problem {
                 (status, detail) = (problem.status.code, problem.detail)
             } catch {
@@ -71,5 +79,15 @@ final class RenewalForwarding: Sendable {
             return false
         }
         return true
+    }
+
+    /// The verified claims a replica forwarded (the message is sealed: it came from a replica).
+    private static func claims(_ message: JSONValue) -> VerifiedToken? {
+        guard let milliseconds = message["exp"]?.intValue, case .array(let publish)? = message["publish"],
+              case .array(let subscribe)? = message["subscribe"] else { return nil }
+        let subject = message["sub"]?.stringValue
+        guard subject != nil || message["sub"] == .null else { return nil }
+        return VerifiedToken(subject: subject, expires: Date(timeIntervalSince1970: Double(milliseconds) / 1_000),
+                             grants: Grants(publish: publish.compactMap(\.stringValue), subscribe: subscribe.compactMap(\.stringValue)))
     }
 }

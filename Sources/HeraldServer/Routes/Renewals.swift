@@ -15,22 +15,24 @@ struct Renewals: Sendable {
 
     func renew(_ request: Request) throws -> Response {
         let id = request.parameter("id")
-        let (token, raw) = try access.bearerToken(request)
+        let token = try access.bearerToken(request)
         guard let lease = leases.lease(id) else {
-            if let forwarding { return .later { answer in forwarding.renew(id, token: raw, answer: answer) } }
+            if let forwarding { return .later { answer in forwarding.renew(id, token: token, answer: answer) } }
             throw Problem(status: .notFound, detail: "no open stream '\(RequestGuard.printable(id))': it ended")
         }
         try Self.renew(lease, with: token, access: access)
         return .empty(status: .noContent)
     }
 
-    /// Moves `lease`'s end to `token`'s `exp`, or throws 403 for another subject or grants that no
-    /// longer cover the stream.
+    /// Moves `lease`'s end to `token`'s `exp`, or throws 403 for another subject, for a token without
+    /// `sub` whose grants are not the first token's, or for grants that no longer cover the stream. The
+    /// 403 names no one: the caller need not learn whose stream it is.
     static func renew(_ lease: StreamLease, with token: VerifiedToken, access: Access) throws {
         guard token.subject == lease.subject else {
-            throw Problem(status: .forbidden, detail: "the stream was opened for "
-                          + (lease.subject.map { "'\(RequestGuard.printable($0))'" } ?? "a token without sub")
-                          + "; the fresh token is " + (token.subject.map { "for '\(RequestGuard.printable($0))'" } ?? "without sub"))
+            throw Problem(status: .forbidden, detail: "the fresh token's sub is not the one the stream was opened with")
+        }
+        guard lease.subject != nil || token.grants == lease.grants else {
+            throw Problem(status: .forbidden, detail: "a stream opened with a token without sub renews only with a token of the same grants")
         }
         try access.mayWatch(token, lease.topics)
         lease.renew(until: token.expires)

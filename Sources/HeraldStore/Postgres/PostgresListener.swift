@@ -8,6 +8,8 @@ public final class PostgresListener: Sendable {
     private let started = SharedFlag(false)
     private let ended = DispatchSemaphore(value: 0)
     private let url: String, channel: String
+    /// What every payload on the two channels must carry to be acted on.
+    let seal: ChannelSeal
     private let listening: SharedFlag
     private let heard: @Sendable (_ payloads: [String]?) -> Void
     private let messages: Lock<MessageHandler?> = Lock(nil)
@@ -30,11 +32,12 @@ public final class PostgresListener: Sendable {
     public static let messageChannel = "herald_messages"
     /// The longest wait for a notification before the thread looks at its outbox, in milliseconds.
     static let turn: Int32 = 100
-    /// The longest message PostgreSQL carries (a NOTIFY payload is under 8,000 bytes).
-    public static let messageLimit = 7_900
+    /// The longest message PostgreSQL carries with its seal (a NOTIFY payload is under 8,000 bytes).
+    public static let messageLimit = 7_900 - ChannelSeal.messageOverhead
 
-    init(url: String, channel: String, listening: SharedFlag, since: Since? = nil, heard: @escaping @Sendable (_ payloads: [String]?) -> Void) {
-        (self.url, self.channel, self.listening, self.since, self.heard) = (url, channel, listening, since, heard)
+    init(url: String, channel: String, seal: ChannelSeal, listening: SharedFlag, since: Since? = nil,
+         heard: @escaping @Sendable (_ payloads: [String]?) -> Void) {
+        (self.url, self.channel, self.seal, self.listening, self.since, self.heard) = (url, channel, seal, listening, since, heard)
     }
 
     /// Sets what is called with each message another replica (or this one) sent; before `start`.
@@ -56,7 +59,7 @@ public final class PostgresListener: Sendable {
     /// missed), and the message handler with each message.
     public func start() {
         guard !stopped.isSet, !started.raise() else { return }
-        let (url, channel, listening, heard, messages, outbox, since) = (url, channel, listening, heard, messages, outbox, since)
+        let (url, channel, listening, heard, messages, outbox, since, seal) = (url, channel, listening, heard, messages, outbox, since, seal)
         let thread = Thread { [stopped, ended] in
             var connection: PostgresConnection?
             let handler = messages.withLock { $0 }
@@ -79,13 +82,15 @@ public final class PostgresListener: Sendable {
                 }
                 do {
                     let notifications = try open.notifications(waiting: Self.turn)
-                    let commits = notifications.filter { $0.channel == channel }.map(\.payload)
+                    // Only what a replica sealed; the rest is dropped and counted (`ChannelSeal.drops`).
+                    let commits = notifications.filter { $0.channel == channel }.compactMap { seal.openNews($0.payload, channel: channel) }
                     if !commits.isEmpty { heard(commits) }
                     for notification in notifications where notification.channel == Self.messageChannel {
-                        handler?.run(notification.payload)
+                        if let message = seal.openMessage(notification.payload, channel: Self.messageChannel) { handler?.run(message) }
                     }
                     for message in outbox.withLock({ outbox in defer { outbox = [] }; return outbox }) {
-                        _ = try open.query("SELECT pg_notify($1, $2)", [.text(Self.messageChannel), .text(message)])
+                        _ = try open.query("SELECT pg_notify($1, $2)",
+                                           [.text(Self.messageChannel), .text(seal.sealMessage(message, channel: Self.messageChannel))])
                     }
                 } catch {
                     connection = nil

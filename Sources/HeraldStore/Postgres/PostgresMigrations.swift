@@ -3,8 +3,18 @@
 enum PostgresMigrations {
     static let all = [
         Migration("0001-events-records-auctions", initial), Migration("0002-kept-answers", answers), Migration("0003-revisions", revisions),
-        Migration("0004-bid-revisions", bidRevisions),
+        Migration("0004-bid-revisions", bidRevisions), Migration("0005-channel-key", channelKey),
     ]
+
+    /// The key that seals the replicas' notifications (`ChannelSeal`): readable by Herald's role (the
+    /// table's owner) and by no other that is not granted it.
+    static let channelKey = """
+        CREATE TABLE herald_channel_key (
+            single boolean PRIMARY KEY DEFAULT true CHECK (single),
+            key text NOT NULL
+        );
+        REVOKE ALL ON herald_channel_key FROM PUBLIC;
+        """
 
     /// Each bid carries the revision that wrote it too: a replica catching up reads the bids it missed,
     /// not every bid of each auction that changed. Bids from before have revision 0, which no catch-up

@@ -160,9 +160,9 @@ extension PostgresStore {
     /// The sequence row, written last in its transaction (a reader that sees it committed sees every
     /// event up to it), with the revision the transaction commits, and the notification every listener
     /// hears of when it commits.
-    static func advance(to sequence: UInt64?, revision: Int64, notifying payloads: [String]? = nil) -> [Statement] {
+    static func advance(to sequence: UInt64?, revision: Int64, notifying payloads: [String]) -> [Statement] {
         [("UPDATE herald_sequence SET value = coalesce($1, value), revision = $2", [sequence.map { .int(Int64($0)) } ?? .null, .int(revision)])]
-            + (payloads ?? [String(revision)]).map { ("SELECT pg_notify($1, $2)", [.text(channel), .text($0)]) }
+            + payloads.map { ("SELECT pg_notify($1, $2)", [.text(channel), .text($0)]) }
     }
 
     static func event(_ row: [String?]) -> StoredEvent {

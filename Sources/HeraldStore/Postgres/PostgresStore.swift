@@ -42,7 +42,7 @@ public final class PostgresStore: Store {
             let revision = Int64(value) ?? .max
             heardNews.withLock { $0.missedBefore = max($0.missedBefore, revision) }
         }
-        return PostgresListener(url: url, channel: Self.channel, listening: listening, since: since) { [self] payloads in
+        return PostgresListener(url: url, channel: Self.channel, seal: seal, listening: listening, since: since) { [self] payloads in
             guard let payloads else {
                 heardRevision.max(seen.load(ordering: .relaxed) + 1, ordering: .relaxed)
                 signalNews()
@@ -294,6 +294,8 @@ public final class PostgresStore: Store {
 
     private struct State: Sendable {
         let connection: PostgresConnection
+        /// Seals what this store notifies the other replicas of.
+        let seal: ChannelSeal
         /// Whether a batch transaction is open: then changes are queued in its pipeline.
         var inBatch = false
         /// The sequence the batch's events reached, written when the batch commits.
@@ -328,7 +330,20 @@ public final class PostgresStore: Store {
         location = connection.location
         try connection.execute(settings)
         try PostgresMigrations.migrate(connection)
-        self.connection = Lock(State(connection: connection))
+        seal = ChannelSeal(key: try Self.channelKey(connection))
+        self.connection = Lock(State(connection: connection, seal: seal))
+    }
+
+    /// Proves to the other replicas that what this one notifies comes from a replica (`ChannelSeal`).
+    public let seal: ChannelSeal
+
+    /// The replicas' shared key, in a table only Herald's role may read: made by the first replica.
+    private static func channelKey(_ connection: PostgresConnection) throws(StoreError) -> [UInt8] {
+        try connection.query("INSERT INTO herald_channel_key (key) VALUES ($1) ON CONFLICT DO NOTHING", [.text(ChannelSeal.newKey())])
+        guard let text = try connection.text("SELECT key FROM herald_channel_key"), let key = ChannelSeal.key(hex: text) else {
+            throw StoreError("the replicas' channel key in herald_channel_key does not read", kind: .corrupt)
+        }
+        return key
     }
 
     /// Runs `body` with the connection, connecting again first if it broke. Inside a batch a broken
@@ -438,8 +453,9 @@ public final class PostgresStore: Store {
                 let revision = state.batchWrote ? state.seenRevision + 1 : state.seenRevision
                 if state.batchWrote {
                     committing.store(revision, ordering: .relaxed)
-                    let payloads = carriesNews ? state.news.payloads(revision: revision) : nil
-                    try connection.send(Self.advance(to: state.batchSequence, revision: revision, notifying: payloads))
+                    let payloads = carriesNews ? state.news.payloads(revision: revision) : [String(revision)]
+                    try connection.send(Self.advance(to: state.batchSequence, revision: revision,
+                                                     notifying: payloads.map { state.seal.sealNews($0, channel: Self.channel) }))
                 }
                 try connection.send("COMMIT")
                 try connection.flush()
@@ -551,7 +567,8 @@ public final class PostgresStore: Store {
         do throws(StoreError) {
             try connection.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
             let committing = (Int64(try connection.text("SELECT revision FROM herald_sequence") ?? "") ?? 0) + 1
-            for statement in statements(committing) + advance(to: event, revision: committing) {
+            let notified = state.seal.sealNews(String(committing), channel: channel)
+            for statement in statements(committing) + advance(to: event, revision: committing, notifying: [notified]) {
                 try connection.query(statement.sql, statement.parameters)
             }
             try connection.execute("COMMIT")
