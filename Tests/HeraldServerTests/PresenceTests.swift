@@ -163,3 +163,61 @@ import Testing
         second.close()
     }
 }
+
+extension PresenceTests {
+    /// Fixed-seed sequences of streams opening and closing for six users, with the limit at 2: a
+    /// client that replaces its list at each `snapshot` and applies `joined` and `left` ends holding
+    /// what `GET /presence` answers (the list, or `truncated`), whichever side of the limit the
+    /// sequence ends on, and whenever the watcher connected.
+    @Test(arguments: [UInt64(1), 2, 3, 4])
+    func aClientThatAppliesTheEventsEndsEqualToTheAnswerAcrossTheLimit(seed: UInt64) async throws {
+        let clock = ManualClock(now: Date())
+        let server = try await secured(clock, users: 2) { $0.presenceGrace = 0 }
+        defer { server.stop() }
+        let names = (0..<6).map { "u\($0)" }
+        var tokens: [String: String] = [:]
+        for name in names { tokens[name] = try await Tokens.make(sub: name, expires: Date().addingTimeInterval(3600)) }
+        var random = Fuzzing.Generator(state: seed)
+        var open: [(user: String, stream: SSEClient)] = []
+        var watcher: SSEClient?
+        /// What the client holds: the users, or nil while truncated.
+        var held: Set<String>? = []
+        func apply(_ event: SSEEvent) {
+            switch event.event {
+            case "snapshot":
+                held = (event.json["truncated"] as? Bool) == true ? nil
+                    : Set((event.json["users"] as? [[String: Any]] ?? []).compactMap { $0["sub"] as? String })
+            case "joined": if let sub = event.json["sub"] as? String { held?.insert(sub) }
+            case "left": if let sub = event.json["sub"] as? String { held?.remove(sub) }
+            default: break
+            }
+        }
+        let steps = 30
+        let connectAt = Int.random(in: 0..<steps / 2, using: &random)
+        for step in 0..<steps {
+            if step == connectAt { watcher = try await watch(server, "presence/currency", as: "admin") }
+            if !open.isEmpty, Bool.random(using: &random) {
+                open.remove(at: Int.random(in: 0..<open.count, using: &random)).stream.close()
+            } else {
+                let user = names[Int.random(in: 0..<names.count, using: &random)]
+                let stream = try server.stream("/currency/events", headers: Tokens.bearer(tokens[user] ?? ""))
+                _ = try stream.next(named: "snapshot")
+                open.append((user, stream))
+            }
+            while let event = try? watcher?.next(timeout: 0.05) { apply(event) }
+        }
+        let watching = try #require(watcher)
+        let expected = Set(open.map(\.user))
+        func answer() throws -> Set<String>? {
+            let json = try presence(server, "currency")
+            return (json["truncated"] as? Bool) == true ? nil : Set((json["users"] as? [[String: Any]] ?? []).compactMap { $0["sub"] as? String })
+        }
+        #expect(eventually { (try? answer()) == (expected.count > 2 ? nil : expected) }, "the server settles on the open streams")
+        let settled = try answer()
+        let deadline = Date().addingTimeInterval(10)
+        while held != settled, Date() < deadline {
+            if let event = try? watching.next(timeout: 0.2) { apply(event) }
+        }
+        #expect(held == settled, "seed \(seed): the client holds \(String(describing: held)), GET /presence answers \(String(describing: settled))")
+    }
+}

@@ -194,6 +194,7 @@ final class Presence: Sendable {
     private func reconcile(_ topic: String, in state: inout State, at now: Date) {
         let counts = merged(topic, in: state)
         var subject = state.topics[topic] ?? Topic()
+        let wasTruncated = subject.truncated
         subject.watchers = counts.watchers
         subject.truncated = counts.users.count > userLimit
         var events: [(EventName, String)] = []
@@ -211,7 +212,7 @@ final class Presence: Sendable {
         }
         if grace <= 0 { events += leave(&subject, at: now) }
         state.topics[topic] = subject
-        publish(topic, subject, events, in: state)
+        publish(topic, subject, events, afresh: subject.truncated != wasTruncated, in: state)
         forgetIfIdle(topic, in: &state)
     }
 
@@ -228,11 +229,17 @@ final class Presence: Sendable {
     }
 
     /// Sets the subject's value and publishes `events` (none while the topic has more users than the
-    /// limit: then only counts go out).
-    private func publish(_ topic: String, _ subject: Topic, _ events: [(EventName, String)], in state: State) {
+    /// limit: then only counts go out). When the topic crosses the limit, either way, its watchers get a
+    /// fresh `snapshot` instead (`truncated`, or the whole list again), so that a client that applies
+    /// the events always holds what `GET /presence` answers.
+    private func publish(_ topic: String, _ subject: Topic, _ events: [(EventName, String)], afresh: Bool = false, in state: State) {
         setValue(topic, in: state)
-        guard !subject.truncated else { return }
         let presenceTopic = Self.prefix + topic
+        if afresh {
+            _ = hub.publish(durable: false, topic: presenceTopic, name: .snapshot, data: describe(topic, as: presenceTopic, in: state).bytes)
+            return
+        }
+        guard !subject.truncated else { return }
         for (name, user) in events {
             let data = JSONValue.object([("topic", .string(presenceTopic)), ("sub", .string(user))]).bytes
             _ = hub.publish(durable: false, topic: presenceTopic, name: name, data: data)
