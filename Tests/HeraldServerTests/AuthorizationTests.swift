@@ -62,7 +62,8 @@ extension TestHerald {
         let server = try await TestHerald.secured()
         defer { server.stop() }
         let client = server.client()
-        let before = try client.get("/subjects").text
+        let admin = Tokens.bearer(try await Tokens.make(sub: "admin"))
+        let before = try client.get("/subjects", headers: admin).text
         for (method, path, body) in [("POST", "/auctions/1/bids", #"{"bidder":"ann","amount":500}"#), ("PUT", "/currency", #"{"default":"euro"}"#),
                                      ("PUT", "/units/scout", #"{"name":"S","status":"dead"}"#), ("DELETE", "/units/scout", ""),
                                      ("POST", "/notifications/door", #"{"payload":1}"#), ("POST", "/auctions", #"{"item":"x","countdownSeconds":5}"#)] {
@@ -74,7 +75,30 @@ extension TestHerald {
         #expect(try price(client) == 100)
         #expect(try client.get("/currency").json["default"] as? String == "dollar")
         #expect(try client.get("/units/scout").json["status"] as? String == "healthy")
-        #expect(try client.get("/subjects").text == before)
+        #expect(try client.get("/subjects", headers: admin).text == before)
+    }
+
+    /// With a key, `/subjects` names and counts a subject only for a token that may watch it; a
+    /// client without a token gets the totals alone, and a token that does not check out is 401.
+    @Test func subjectsUnderAKeyShowOnlyWhatTheTokenMayWatch() async throws {
+        let server = try await TestHerald.secured()
+        defer { server.stop() }
+        let client = server.client()
+        let watcher = try await Tokens.make(sub: "ann", subscribe: ["notifications/deal.*"])
+        let stream = try server.stream("/notifications/deal.acme-buyout/events", headers: Tokens.bearer(watcher))
+        _ = try stream.awaitHead()
+        let topics = { (headers: [(String, String)]) throws -> [String] in
+            (try client.get("/subjects", headers: headers).json["subjects"] as? [[String: Any]] ?? []).compactMap { $0["topic"] as? String }
+        }
+        let anonymous = try client.get("/subjects").json
+        #expect((anonymous["subjects"] as? [Any])?.isEmpty == true, "no names without a token: \(anonymous)")
+        let totals = anonymous["totals"] as? [String: Any]
+        #expect((totals?["subjects"] as? Int ?? 0) > 1 && (totals?["observers"] as? Int) == 1, "the totals: \(anonymous)")
+        #expect(try topics(Tokens.bearer(watcher)) == ["notifications/deal.acme-buyout"])
+        let all = try topics(Tokens.bearer(try await Tokens.make(sub: "admin")))
+        #expect(all.contains("notifications/deal.acme-buyout") && all.contains("currency"))
+        #expect(try topics(Tokens.bearer(try await Tokens.make(sub: "bob", subscribe: ["currency"]))) == ["currency"])
+        #expect(try client.get("/subjects", headers: Tokens.bearer("not.a.token")).status == 401)
     }
 
     @Test func badTokensAre401InvalidTokenAndChangeNothing() async throws {

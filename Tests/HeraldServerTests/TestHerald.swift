@@ -99,7 +99,7 @@ final class TestHerald {
 
     /// Observers the server reports for `topic` in `/subjects`.
     func observers(of topic: String) throws -> Int {
-        let subjects = try client().get("/subjects").json["subjects"] as? [[String: Any]] ?? []
+        let subjects = try client().get("/subjects", headers: adminToken.map(Tokens.bearer) ?? []).json["subjects"] as? [[String: Any]] ?? []
         return subjects.first { $0["topic"] as? String == topic }?["observers"] as? Int ?? 0
     }
 }

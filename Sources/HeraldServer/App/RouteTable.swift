@@ -33,10 +33,16 @@ enum RouteTable {
         }
         health.add(to: &routes)
         if let scrape { routes.add(.get, "/metrics") { _ in Metrics.response(scrape()) } }
-        routes.add(.get, "/subjects") { _ in
-            .json(["subjects": .array(hub.subjects.map {
-                ["topic": .string($0.topic), "observers": .integer($0.observers), "lastEventId": .string(String($0.lastEventId))]
-            })])
+        routes.add(.get, "/subjects") { request in
+            let visible = try access.visibleTopics(request)
+            let all = hub.subjects
+            let shown = visible.map { visible in all.filter { visible($0.topic) } } ?? all
+            return .json([
+                "subjects": .array(shown.map {
+                    ["topic": .string($0.topic), "observers": .integer($0.observers), "lastEventId": .string(String($0.lastEventId))]
+                }),
+                "totals": ["subjects": .integer(all.count), "observers": .integer(all.reduce(0) { $0 + $1.observers })],
+            ])
         }
         routes.addPage()
         routes.add(.get, "/openapi.yaml") { _ in

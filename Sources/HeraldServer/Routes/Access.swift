@@ -64,6 +64,15 @@ struct Access: Sendable {
         return verified
     }
 
+    /// Which topics a caller of `/subjects` may see named and counted: all when streams need no token;
+    /// with a key, those its token may watch, and none without a token (401 for one that does not check out).
+    func visibleTopics(_ request: Request) throws -> (@Sendable (String) -> Bool)? {
+        guard let verifier, !publicStreams else { return nil }
+        guard let token = Self.bearer(request) ?? Self.cookie(request) ?? request.query("access_token") else { return { _ in false } }
+        let verified = try verify(token, with: verifier)
+        return { topic in (try? mayWatch(verified, [topic])) != nil }
+    }
+
     /// Throws 403 unless `token`'s grants cover every one of `topics`.
     func mayWatch(_ token: VerifiedToken, _ topics: [String]) throws {
         let allowed = { (topic: String) in
