@@ -13,7 +13,7 @@ struct HeraldServe: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Runs the server until SIGTERM or SIGINT (the default command).",
-        discussion: "Each option may also be set by an environment variable: HERALD_HOST, HERALD_PORT, HERALD_HEARTBEAT_SECONDS, HERALD_HISTORY_EVENTS, HERALD_HISTORY_DAYS, HERALD_DATA_DIR, HERALD_STORE, HERALD_IN_MEMORY=1, HERALD_SYNC, HERALD_OBSERVER_QUEUE, HERALD_CONNECTION_MEMORY, HERALD_CORS_ORIGIN, HERALD_ALLOWED_HOSTS, HERALD_LOG_LEVEL, HERALD_NO_EXAMPLES=1, HERALD_JWT_KEY, HERALD_JWT_KEY_FILE, HERALD_JWT_PUBLIC_KEY_FILE, HERALD_PUBLIC_STREAMS=1, HERALD_STREAMS_PER_ADDRESS, HERALD_MAX_STREAMS, HERALD_STREAM_THREADS, HERALD_CONNECTIONS_PER_SECOND, HERALD_CONNECTIONS_PER_ADDRESS, HERALD_WRITES_PER_SECOND, HERALD_HEADER_TIMEOUT, HERALD_MAX_HEADER_BYTES, HERALD_MAX_URL_BYTES, HERALD_TRUSTED_PROXY, HERALD_LOG_FORMAT, HERALD_NO_ACCESS_LOG=1, HERALD_NO_METRICS=1, HERALD_METRICS_HOST, HERALD_METRICS_PORT, HERALD_DRAIN_SECONDS. A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
+        discussion: "Each option may also be set by an environment variable: \(Environment.described). A value out of range, or an environment variable that is not a number where one is needed, stops the start with exit code 64.")
 
     @Option(help: "Address to listen on (env HERALD_HOST).")
     var host: String = Environment.string("HERALD_HOST") ?? "127.0.0.1"
@@ -170,7 +170,9 @@ struct HeraldServe: ParsableCommand {
             throw ValidationError("give one of --jwt-key, --jwt-key-file and --jwt-public-key-file")
         }
         guard (0...1_000_000).contains(streamsPerAddress) else { throw ValidationError("--streams-per-address must be 0 to 1000000") }
-        if let maxStreams, !(1...1_000_000).contains(maxStreams) { throw ValidationError("--max-streams must be 1 to 1000000") }
+        if let maxStreams, !(HTTPServer.streamFloor...1_000_000).contains(maxStreams) {
+            throw ValidationError("--max-streams must be \(HTTPServer.streamFloor) to 1000000 (fewer would leave no room for a stream per loop and a probe)")
+        }
         guard (1...StreamEngine.threadLimit).contains(streamThreads) else { throw ValidationError("--stream-threads must be 1 to \(StreamEngine.threadLimit)") }
         guard (0...1_000_000).contains(connectionsPerSecond) else { throw ValidationError("--connections-per-second must be 0 to 1000000") }
         guard (0...1_000_000).contains(connectionsPerAddress) else { throw ValidationError("--connections-per-address must be 0 to 1000000") }

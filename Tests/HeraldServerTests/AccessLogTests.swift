@@ -164,3 +164,19 @@ extension AccessLogTests {
         #expect(!lines.contains { $0.contains("read-1") }, "no access line with --no-access-log")
     }
 }
+
+extension AccessLogTests {
+    /// A stream's id renews it: the access line of a renewal holds a short hash of it, not the id.
+    @Test func aRenewalsLineHoldsNoStreamID() async throws {
+        let herald = try HeraldProcess(arguments: ["--jwt-key", Tokens.secret])
+        let token = try await Tokens.make(expires: Date().addingTimeInterval(3600))
+        let stream = try SSEClient(port: herald.port, path: "/currency/events", headers: Tokens.bearer(token))
+        let id = try #require(try stream.next(named: "stream").json["stream"] as? String)
+        let renewed = try HTTPClient(port: herald.port).request("POST", "/streams/\(id)/token", headers: Tokens.bearer(token) + [("X-Request-ID", "renew-1")])
+        #expect(renewed.status == 204)
+        #expect(eventually { herald.log.text.contains("renew-1") })
+        let line = herald.log.text.split(separator: "\n").first { $0.contains("renew-1") } ?? ""
+        #expect(!herald.log.text.contains(id), "the stream's id is not in the log")
+        #expect(line.contains("/streams/#"), "\(line)")
+    }
+}

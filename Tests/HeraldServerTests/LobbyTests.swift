@@ -242,6 +242,10 @@ func essence(_ collection: String, _ member: [String: Any]) -> String {
         #expect(empty.json["last"] as? String == after)
         #expect(try client.get("/changes?topic=units&after=1&wait=31").status == 400)
         #expect(try client.get("/changes?topic=units&after=x").status == 400)
+        // Ended by its wait, not by a token: counted as such.
+        let metrics = try client.get("/metrics").text
+        #expect(metrics.contains(#"herald_streams_closed_total{reason="wait ended"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("closed_total") })")
+        #expect(!metrics.contains(#"reason="token expired""#))
     }
 
     @Test func aHeldChangesRequestWhoseClientHalfClosesIsAnsweredAtOnce() throws {
@@ -297,7 +301,12 @@ func essence(_ collection: String, _ member: [String: Any]) -> String {
         for path in ["/auctions/events?status=pending", "/trips/events?delayed=maybe", "/units/events?status=wounded,fine",
                      "/events?topic=auctions;colour=red", "/events?topic=currency;status=open", "/events?topic=units;status",
                      "/events?topic=auctions;status=open&topic=auctions;status=closed", "/changes?topic=trips;delayed=",
-                     "/units?status=", "/units?status=dead,", "/trips?delayed=yes"] {
+                     "/units?status=", "/units?status=dead,", "/trips?delayed=yes",
+                     // A field the collection has not, in the query of its stream or list.
+                     "/trips/events?status=open", "/units/events?colour=red", "/auctions/events?delayed=true", "/trips?status=open",
+                     "/auctions?delayed=true", "/units?state=dead",
+                     // /changes of a topic that sends no event with an id.
+                     "/changes?topic=presence/currency&after=1"] {
             let answer = try client.get(path)
             #expect(answer.status == 400, "\(path)")
             #expect(answer.header("Content-Type") == "application/problem+json")

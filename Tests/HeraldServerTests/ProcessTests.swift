@@ -272,12 +272,39 @@ import Testing
             ["--drain-seconds", "-1"], ["--drain-seconds", "301"], ["--history-bytes", "1000"], ["--history-bytes", "9999999999999"],
             ["--request-timeout", "0"], ["--request-timeout", "3601"], ["--stream-threads", "0"], ["--stream-threads", "65"],
             ["--store", "mysql://db/herald"], ["--store", "./herald-data"], ["--store", "postgres://db/herald", "--in-memory"],
+            ["--max-streams", "1"], ["--max-streams", "15"],
         ]
         for arguments in refused {
             #expect(try exitStatus(arguments) == 64, "\(arguments)")
         }
-        for name in ["HERALD_OBSERVER_QUEUE", "HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_WRITES_PER_SECOND", "HERALD_STREAM_THREADS"] {
-            #expect(try exitStatus([], environment: [name: "lots"]) == 64, "\(name)=lots")
+        // Every numeric variable is parsed and refused as its flag is, and `--help` names every variable.
+        let numbers = ["HERALD_PORT", "HERALD_HEARTBEAT_SECONDS", "HERALD_HISTORY_EVENTS", "HERALD_HISTORY", "HERALD_HISTORY_BYTES",
+                       "HERALD_HISTORY_DAYS", "HERALD_OBSERVER_QUEUE", "HERALD_CONNECTION_MEMORY", "HERALD_STREAMS_PER_ADDRESS",
+                       "HERALD_MAX_STREAMS", "HERALD_STREAM_THREADS", "HERALD_CONNECTIONS_PER_SECOND", "HERALD_CONNECTIONS_PER_ADDRESS",
+                       "HERALD_WRITES_PER_SECOND", "HERALD_HEADER_TIMEOUT", "HERALD_REQUEST_TIMEOUT", "HERALD_MAX_HEADER_BYTES",
+                       "HERALD_MAX_URL_BYTES", "HERALD_METRICS_PORT", "HERALD_DRAIN_SECONDS", "HERALD_TOKEN_WARNING_SECONDS",
+                       "HERALD_PRESENCE_GRACE_SECONDS", "HERALD_PRESENCE_USERS"]
+        for name in numbers {
+            #expect(try exitStatus([], environment: [name: "abc"]) == 64, "\(name)=abc")
         }
+        #expect(try exitStatus([], environment: ["HERALD_MAX_STREAMS": "3"]) == 64, "HERALD_MAX_STREAMS below the floor")
+        let help = try output(["serve", "--help"]).replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "  ", with: " ")
+        for name in numbers + ["HERALD_HOST", "HERALD_STORE", "HERALD_DATA_DIR", "HERALD_IN_MEMORY", "HERALD_JWT_KEY_FILE", "HERALD_TRUSTED_PROXY"] {
+            #expect(help.contains(name), "serve --help names \(name)")
+        }
+        #expect(try output(["--max-streams", "15", "--in-memory"]).contains("must be 16 to"), "the floor is said")
+    }
+
+    /// What `herald ARGUMENTS` writes to its standard output and error, together.
+    func output(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = heraldExecutable()
+        process.arguments = arguments
+        let pipe = Pipe()
+        (process.standardOutput, process.standardError) = (pipe, pipe)
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text
     }
 }

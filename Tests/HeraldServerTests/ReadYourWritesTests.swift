@@ -258,3 +258,34 @@ enum Racers {
         return results.withLock { results in (0..<count).map { results[$0] } }
     }
 }
+
+extension ReadYourWritesTests {
+    /// `If-Match` is evaluated on every method that takes it (RFC 9110 §13.1.1): a read answers only
+    /// when it names the version read (412 otherwise), and a creation or a notification, which has no
+    /// version to name, is refused with 412 and not made.
+    @Test func ifMatchHoldsOnReadsAndCreationsToo() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        let tag = try #require(try client.get("/currency").header("ETag"))
+        #expect(try client.get("/currency", headers: [("If-Match", tag)]).status == 200)
+        let stale = try client.get("/currency", headers: [("If-Match", #""0123""#)])
+        #expect(stale.status == 412, "\(stale.text)")
+        #expect(stale.header("Content-Type") == "application/problem+json")
+        #expect(try client.put("/units/u1", #"{"name":"One","status":"healthy"}"#).status == 201)
+        #expect(try client.get("/units/u1", headers: [("If-Match", #""0123""#)]).status == 412, "a quick read does not skip it")
+        #expect(try client.get("/auctions", headers: [("If-Match", "*")]).status == 412, "a list has no version")
+        let before = try client.get("/auctions").json["auctions"] as? [Any]
+        let created = try client.request("POST", "/auctions", json: #"{"item":"x","countdownSeconds":5}"#, headers: [("If-Match", "*")])
+        #expect(created.status == 412, "\(created.text)")
+        #expect((try client.get("/auctions").json["auctions"] as? [Any])?.count == before?.count, "no auction was made")
+        let watcher = try server.stream("/notifications/door/events")
+        _ = try watcher.awaitHead()
+        #expect(try client.request("POST", "/notifications/door", json: #"{"userInfo":{"n":1}}"#, headers: [("If-Match", #""1""#)]).status == 412)
+        #expect(try client.request("POST", "/trips", json: #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z"}"#,
+                                   headers: [("If-Match", "*")]).status == 412)
+        #expect(try client.post("/notifications/door", #"{"userInfo":{"n":2}}"#).status == 202)
+        #expect((try watcher.next(named: "notification").json["userInfo"] as? [String: Any])?["n"] as? Int == 2,
+                "the refused notification was not sent")
+    }
+}

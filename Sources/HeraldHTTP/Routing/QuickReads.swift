@@ -87,8 +87,9 @@ public struct QuickReads: Sendable {
     }
 
     /// Whether nothing in the head could make the general path answer otherwise: no `Origin` (CORS
-    /// decides) and no `If-None-Match` (304).
+    /// decides), no `If-None-Match` (304) and no `If-Match` (412).
     static func mayAnswer(_ head: [(name: String, value: String)]) -> Bool {
         HTTPServer.first("origin", in: head) == nil && HTTPServer.first("if-none-match", in: head) == nil
+            && HTTPServer.first("if-match", in: head) == nil
     }
 }

@@ -66,6 +66,9 @@ public protocol EventFeed: AnyObject, Sendable {
     /// The key fan-out divides observers by (its observer's id; nil: none): the engine puts the stream
     /// on the loop that fans its events out, so that waking it needs no hand-over between loops.
     var shareKey: UInt64? { get }
+    /// Why the stream ends, when the feed knows better than the engine (which says `finished` for a
+    /// completed feed, `expired` when `expires` comes): nil by default.
+    var ending: StreamSummary.End? { get }
 }
 
 extension EventFeed {
@@ -80,4 +83,5 @@ extension EventFeed {
     public var catchingUp: Bool { false }
     public func last(into out: inout [UInt8]) {}
     public var shareKey: UInt64? { nil }
+    public var ending: StreamSummary.End? { nil }
 }

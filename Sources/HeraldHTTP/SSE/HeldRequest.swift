@@ -15,6 +15,8 @@ public protocol HeldRequest: AnyObject, Sendable {
     func close()
     /// When the wait runs out.
     var until: Date { get }
+    /// Whether its wait has run out (then its stream's end is counted as `waitEnded`).
+    var waitRanOut: Bool { get }
 }
 
 extension Response {
@@ -64,5 +66,6 @@ final class HeldFeed: EventFeed, @unchecked Sendable {
     func close() { held.close() }
     var expires: Date? { held.until }
     var heartbeats: Bool { false }
+    var ending: StreamSummary.End? { held.waitRanOut ? .waitEnded : nil }
     var eventsTaken: Int { answered ? 1 : 0 }
 }

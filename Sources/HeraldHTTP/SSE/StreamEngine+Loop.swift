@@ -284,7 +284,7 @@ extension StreamEngine {
             guard let stream = loop.owned.streams[token], stream.deadline != nil else { continue }
             if stream.endSecond <= second {
                 stream.closing = max(stream.closing ?? .graceful, .graceful)
-                stream.closingReason = stream.closingReason ?? .expired
+                stream.closingReason = stream.closingReason ?? stream.feed.ending ?? .expired
                 loop.owned.ready.append(stream)
             } else if stream.warnSecond <= second, !stream.warned {
                 stream.warned = true
@@ -367,6 +367,7 @@ extension StreamEngine {
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
                 if let file { stream.load(file) }
             case .complete:
+                stream.closingReason = stream.closingReason ?? stream.feed.ending
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
                 if let file { stream.load(file) }
                 closeFeed(stream)

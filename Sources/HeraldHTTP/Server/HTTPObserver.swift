@@ -42,8 +42,10 @@ public struct StreamSummary: Sendable {
         case expired = "token expired"
         /// The server is stopping.
         case shutdown
-        /// Its feed ended (the subscription was cancelled).
+        /// Its feed ended (the subscription was cancelled), or a held request was answered.
         case finished = "feed ended"
+        /// A held request (`/changes?wait=`) was answered because its wait ran out.
+        case waitEnded = "wait ended"
     }
 
     public let requestID: String

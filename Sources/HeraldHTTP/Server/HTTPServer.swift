@@ -184,8 +184,11 @@ public final class HTTPServer: Sendable {
     /// connection of its own and `accept` fails for want of descriptors it retries in a busy loop
     /// (daemon.c:3663): the reserve keeps descriptors for it.
     static func streamLimit(_ connectionLimit: Int?) -> Int {
-        max(min(connectionLimit ?? Int.max, openFileLimit() - 256), 16)
+        max(min(connectionLimit ?? Int.max, openFileLimit() - 256), streamFloor)
     }
+
+    /// The fewest streams the engine holds, whatever the limits say.
+    public static let streamFloor = 16
 
     static func openFileLimit() -> Int {
         var limit = rlimit()

@@ -21,7 +21,7 @@ enum RouteTable {
         routes.add(.get, "/events") { request in try events.streamMany(request) }
         routes.add(.get, "/presence") { request in try events.presenceAnswer(request) }
         let renewals = Renewals(access: access, leases: leases, forwarding: forwarding)
-        routes.add(.post, "/streams/{id}/token") { request in try renewals.renew(request) }
+        routes.add(.post, AccessLog.renewalRoute) { request in try renewals.renew(request) }
         let changes = Changes(events: events)
         routes.add(.get, "/changes") { request in try changes.answer(request) }
         routes.add(.get, "/health") { _ in

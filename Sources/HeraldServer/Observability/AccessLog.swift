@@ -113,11 +113,21 @@ public final class AccessLog: Sendable {
 
     static func message(_ exchange: Exchange) -> String { exchange.isStream ? "stream opened" : "request" }
 
+    /// The path as logged: a stream's id (`/streams/{id}/token`) is what renews it, so the log holds
+    /// only a short hash of it (`/streams/#3f9a0c1d/token`), enough to tell renewals of one stream apart.
+    static func loggedPath(_ exchange: Exchange) -> String {
+        guard exchange.route == renewalRoute else { return exchange.path }
+        let id = exchange.path.dropFirst("/streams/".count).prefix { $0 != "/" }
+        return "/streams/#" + Fingerprint.hex(id.utf8).prefix(8) + "/token"
+    }
+
+    static let renewalRoute = "/streams/{id}/token"
+
     /// A request's or stream's fields, sorted by key as both handlers write them (`Telemetry` gives the
     /// logger the same list).
     static func fields(_ exchange: Exchange) -> [(key: String, value: String)] {
         [("http.client", exchange.client), ("http.duration_ms", String(decoding: milliseconds(exchange.duration), as: UTF8.self)),
-         ("http.method", exchange.method), ("http.path", exchange.path), ("http.request_id", exchange.requestID),
+         ("http.method", exchange.method), ("http.path", loggedPath(exchange)), ("http.request_id", exchange.requestID),
          ("http.route", exchange.route ?? "-"), ("http.status", String(exchange.status))]
     }
 
@@ -143,7 +153,7 @@ public final class AccessLog: Sendable {
     private static func append(_ exchange: Exchange, stamp: [UInt8], milliseconds: Int, format: Format, to bytes: inout [UInt8]) {
         let json = format == .json
         let client = LineValue(exchange.client, format: format), method = LineValue(exchange.method, format: format)
-        let path = LineValue(exchange.path, format: format), requestID = LineValue(exchange.requestID, format: format)
+        let path = LineValue(loggedPath(exchange), format: format), requestID = LineValue(exchange.requestID, format: format)
         let route = LineValue(exchange.route ?? "-", format: format)
         // The fixed parts, digits included, take under 300 bytes.
         let bound = stamp.count + client.count + method.count + path.count + requestID.count + route.count + 512

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldAuth
 import HeraldCore
+import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
 import HeraldThreads
@@ -19,6 +20,10 @@ struct Changes: Sendable {
 
     func answer(_ request: Request) throws -> Response {
         let (topics, filters) = try EventRoutes.topics(request)
+        if let presence = topics.first(where: { Presence.watched($0) != nil }) {
+            throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(presence))' sends no event with an id, so /changes can never answer it: "
+                          + "watch it with a stream, or read GET /presence")
+        }
         let expires = try events.access.watcher(request, topics: topics)?.expires
         try events.checkTopics(topics)
         let wait: Int
@@ -39,8 +44,9 @@ struct Changes: Sendable {
         }
         let subscription = events.hub.subscribe(to: topics, collections: filters, resume: .after(after), queueLimit: events.queueLimit,
                                                 filter: try events.filter(request))
-        let until = min(events.access.now().addingTimeInterval(TimeInterval(wait)), expires ?? .distantFuture)
-        let poll = ChangesPoll(subscription, after: after, until: until)
+        let now = events.access.now()
+        let until = min(now.addingTimeInterval(TimeInterval(wait)), expires ?? .distantFuture)
+        let poll = ChangesPoll(subscription, after: after, until: until, waiting: until.timeIntervalSince(now))
         if poll.isStale {
             poll.close()
             throw Problem(status: .conflict, detail: "event \(after) is older than the history kept (or newer than the last): "
@@ -62,19 +68,31 @@ final class ChangesPoll: HeldRequest {
         var events: [Event] = []
         var stale = false
         var ended = false
+        /// The wait ran out (its timer fired): the answer is due now, with or without events.
+        var timedOut = false
+        var timer: (any TimerHandle)?
+        var closed = false
     }
 
     private let subscription: Subscription
     private let after: UInt64
     let until: Date
+    /// When the wait runs out by the wall clock, whatever clock the domain reads.
+    private let deadline: ContinuousClock.Instant
     private let state = Lock(State())
+    /// The wait's end is a timer on the process's timer thread (`herald-timers`), exact to the
+    /// millisecond; the engine's once-a-second expiry (`until`) is only the backstop.
+    private static let timers = SystemClock()
 
-    init(_ subscription: Subscription, after: UInt64, until: Date) {
+    init(_ subscription: Subscription, after: UInt64, until: Date, waiting: TimeInterval) {
         self.subscription = subscription
         self.after = after
         self.until = until
+        deadline = .now + .milliseconds(Int64(max(waiting, 0) * 1_000))
         collect()
     }
+
+    var waitRanOut: Bool { state.withLock { $0.timedOut } || ContinuousClock.now >= deadline }
 
     /// `after` is older than the history, or from the future: the hub answered with a resync.
     var isStale: Bool { state.withLock { $0.stale } }
@@ -100,8 +118,8 @@ final class ChangesPoll: HeldRequest {
 
     func answer(final: Bool) -> Response? {
         collect()
-        let (events, ended) = state.withLock { ($0.events, $0.ended) }
-        guard !events.isEmpty || final || ended else { return nil }
+        let (events, ended, timedOut) = state.withLock { ($0.events, $0.ended, $0.timedOut) }
+        guard !events.isEmpty || final || ended || timedOut else { return nil }
         // Every event up to where it subscribed is in its replay: with all of them taken, the answer
         // covers that far even when they were other topics'.
         let truncated = events.count >= Changes.maxEvents
@@ -109,9 +127,29 @@ final class ChangesPoll: HeldRequest {
         return Self.response(events, last: last)
     }
 
-    func setWaker(_ waker: @escaping @Sendable (Bool) -> Void) { subscription.setWaker(waker) }
+    /// Also starts the wait's timer, which wakes the request when the wait runs out.
+    func setWaker(_ waker: @escaping @Sendable (Bool) -> Void) {
+        subscription.setWaker(waker)
+        let timer = Self.timers.schedule(at: Self.timers.now.addingTimeInterval(max(ContinuousClock.now.duration(to: deadline) / .seconds(1), 0))) {
+            [weak self] in
+            self?.state.withLock { $0.timedOut = true }
+            waker(false)
+        }
+        let closed = state.withLock { state in
+            if !state.closed { state.timer = timer }
+            return state.closed
+        }
+        if closed { timer.cancel() }
+    }
 
-    func close() { subscription.cancel() }
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            defer { state.timer = nil }
+            return state.timer
+        }?.cancel()
+        subscription.cancel()
+    }
 
     /// `{"events":[{"id":…,"event":…,"data":…}],"last":…}`, each event's data as it was published;
     /// never stored by a cache (`no-store`): the same URL answers differently as events come.

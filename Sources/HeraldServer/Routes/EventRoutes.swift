@@ -156,8 +156,23 @@ struct EventRoutes: Sendable {
 
     /// `GET /auctions/events?status=…` and the like: a collection, filtered by its fields in the query.
     func streamCollection(_ request: Request, _ topic: String) throws -> Response {
+        try Self.refuseUnknownParameters(request, of: topic, known: Self.streamParameters)
         let filter = try Self.queryFilter(request, topic)
         return try stream(request, topics: [topic], filters: filter.map { [topic: $0] } ?? [:])
+    }
+
+    /// What a stream's query may hold besides a collection's filter fields.
+    static let streamParameters: Set<String> = ["snapshot", "lastEventId", "access_token", "fields", "object", "locale", "added"]
+    /// What a list's query may hold besides its filter fields.
+    static let listParameters: Set<String> = ["limit", "after", "locale", "access_token"]
+
+    /// 400 for a query parameter of a collection's list or stream that is neither one of its filter
+    /// fields nor one of `known`: ignored, a misspelt or foreign filter would answer the whole collection.
+    static func refuseUnknownParameters(_ request: Request, of topic: String, known: Set<String>) throws {
+        let fields = (collectionFields[topic] ?? [:]).keys.sorted()
+        guard let unknown = request.query.first(where: { !known.contains($0.name) && !fields.contains($0.name) })?.name else { return }
+        throw Problem(status: .badRequest, detail: "\(topic) cannot be filtered by '\(RequestGuard.printable(unknown))': its filter fields are "
+                      + fields.joined(separator: ", ") + ", and the other parameters it takes are " + known.sorted().joined(separator: ", "))
     }
 
     /// Trip fields `?fields=` may name.

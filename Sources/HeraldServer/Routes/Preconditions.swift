@@ -92,6 +92,16 @@ struct Preconditions: Sendable {
         }
     }
 
+    /// `check`, outside a change: its 412 as a problem. A target with no version (a new auction, a
+    /// notification, a list) has `current` nil, which no `If-Match` names.
+    func require(_ current: String?, _ subject: String) throws {
+        do throws(DomainError) {
+            try check(current, subject)
+        } catch {
+            throw Problem(error)
+        }
+    }
+
     /// Whether a read of the subject at `current` is 304: `If-None-Match` names its version.
     func notModified(_ current: String) -> Bool {
         guard let ifNoneMatch else { return false }

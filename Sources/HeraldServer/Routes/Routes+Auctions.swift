@@ -9,6 +9,8 @@ extension Routes {
     mutating func addAuctions(_ auctions: AuctionHouse, events: EventRoutes) {
         let encodings = AuctionEncodings()
         write(.post, "/auctions", topic: "auctions/*") { request, _ in
+            // The new auction has no version yet: an `If-Match` cannot hold (RFC 9110 §13.1.1).
+            try Preconditions(request).require(nil, "a new auction")
             let new = try NewAuction(json: try request.json())
             return { () throws(DomainError) in
                 let auction = try auctions.create(new)
@@ -16,6 +18,7 @@ extension Routes {
             }
         }
         read("/auctions") { request in
+            try EventRoutes.refuseUnknownParameters(request, of: AuctionHouse.collectionTopic, known: EventRoutes.listParameters)
             let paging = try Paging(request)
             let status = request.query("status").map { Auction.Status(rawValue: $0) }
             if status == .some(nil), let name = request.query("status") {

@@ -6,6 +6,8 @@ import HeraldJSON
 extension Routes {
     mutating func addNotifications(_ journal: Journal, events: EventRoutes) {
         write(.post, "/notifications/{name}", topic: "notifications/{name}") { request, _ in
+            // A notification has no version: an `If-Match` cannot hold (RFC 9110 §13.1.1).
+            try Preconditions(request).require(nil, "notification '\(RequestGuard.printable(request.parameter("name")))'")
             let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
             return { () throws(DomainError) in
                 let id = try journal.post(post.entry(postedAt: Timestamp.format(journal.now)))

@@ -7,6 +7,8 @@ import HeraldJSON
 extension Routes {
     mutating func addTrips(_ trips: TripBoard, events: EventRoutes) {
         write(.post, "/trips", topic: "trips/*") { request, _ in
+            // The new trip has no version yet: an `If-Match` cannot hold (RFC 9110 §13.1.1).
+            try Preconditions(request).require(nil, "a new trip")
             let new = try NewTrip(json: try request.json()), locale = request.locale
             return { () throws(DomainError) in
                 let trip = try trips.create(new)
@@ -14,6 +16,7 @@ extension Routes {
             }
         }
         read("/trips") { request in
+            try EventRoutes.refuseUnknownParameters(request, of: TripBoard.collectionTopic, known: EventRoutes.listParameters)
             let paging = try Paging(request), locale = request.locale
             let delayed: Bool? = switch request.query("delayed") {
             case nil: nil

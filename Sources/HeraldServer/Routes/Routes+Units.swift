@@ -8,6 +8,7 @@ extension Routes {
     mutating func addUnits(_ units: UnitStore, events: EventRoutes) {
         let encodings = UnitEncodings()
         read("/units") { request in
+            try EventRoutes.refuseUnknownParameters(request, of: UnitStore.collectionTopic, known: EventRoutes.listParameters)
             let paging = try Paging(request)
             // `?status=wounded,dead`: units with any of those statuses, read as `/units/events` reads it.
             let statuses = try EventRoutes.queryFilter(request, UnitStore.collectionTopic)?.fields["status"]

@@ -93,6 +93,10 @@ struct Routes {
         let journal = journal
         add(.get, pattern) { request in
             var (response, eventID) = try journal.reading { try handler(request) }
+            // `If-Match` on a read (RFC 9110 §13.1.1): answered only when it names the version read.
+            if request.header(.ifMatch) != nil {
+                try Preconditions(request).require(response.headers.first(where: { $0.name == .eTag })?.value, request.path)
+            }
             response.headers.append(HTTPField(name: .heraldEventID, value: String(eventID)))
             // A malformed If-None-Match names no version: the state is sent.
             // The field itself, not the subscript's join of every ETag field (3 % of a GET).
