@@ -73,19 +73,20 @@ paths = st.one_of(
                      "/auctions/1/bids", "/auctions/1/bids/1", "/auctions/1/events", "/trips", "/trips/1", "/trips/1/delay",
                      "/trips/1/events", "/units", "/units/scout", "/units/events", "/notifications/door",
                      "/notifications/door/events", "/openapi.yaml", "/favicon.ico", "*", "/changes", "/auctions/events",
-                     "/trips/events"]),
+                     "/trips/events", "/presence", "/streams/0123456789abcdef0123456789abcdef/token", "/streams//token"]),
     st.lists(segment, min_size=0, max_size=6).map(lambda parts: "/" + "/".join(parts)),
 )
 topics = st.one_of(
     st.sampled_from(["currency", "units", "units/scout", "auctions/1", "trips/1", "notifications/a", "currency/",
                      "/currency", "units/", "notifications/..", "", "auctions/999999999999999999999", "auctions;status=open",
-                     "units;status=dead,", "trips;delayed=true;delayed=false", "currency;status=open", "auctions;", "auctions;=;"]),
+                     "units;status=dead,", "trips;delayed=true;delayed=false", "currency;status=open", "auctions;", "auctions;=;",
+                     "presence/currency", "presence/presence/units", "presence/auctions/1", "trips;status=open"]),
     st.tuples(st.sampled_from(["auctions", "trips", "units", "notifications", "x"]), segment).map("/".join),
 )
 query_pair = st.one_of(
     st.tuples(st.just("topic"), topics),
     st.tuples(st.sampled_from(["snapshot", "lastEventId", "locale", "fields", "object", "x", "after", "wait", "status",
-                               "delayed"]), segment),
+                               "delayed", "added", "limit", "access_token", "colour"]), segment),
     st.tuples(segment, segment),
 ).map(lambda kv: f"{kv[0]}={kv[1]}")
 queries = st.one_of(
@@ -103,7 +104,8 @@ header_value = st.one_of(
 )
 header_name = st.one_of(
     st.sampled_from(["Host", "Content-Length", "Transfer-Encoding", "Content-Type", "Accept-Language", "Last-Event-ID",
-                     "If-None-Match", "Origin", "Access-Control-Request-Headers", "Connection", "Expect", "Cookie",
+                     "If-None-Match", "If-Match", "Authorization", "Idempotency-Key", "Origin", "Access-Control-Request-Headers",
+                     "Connection", "Expect", "Cookie",
                      "Content-Length ", " Host", "Host\t", "X"]),
     token,
 )
