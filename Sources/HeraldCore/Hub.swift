@@ -117,6 +117,11 @@ public final class Hub: Sendable {
     /// How many bytes the kept events may hold (`historySize(of:)` each); the older go first, whichever
     /// limit is reached first. The newest event is kept whatever its size.
     public let historyByteLimit: Int
+    /// How many bytes of live events (`historySize(of:)` each) one observer may have waiting before it
+    /// is cut off as a slow consumer, whatever `queueLimit` says of their count.
+    public let observerByteLimit: Int
+    /// Bytes that observers cut off or ended let go of since the last `trimIfReleased`.
+    let released = ReleasedBytes()
     private let encoder: Event.Encoder?
     private let state = Lock(State())
     /// Called when an event starts waiting for delivery; nil: `publish` delivers.
@@ -135,9 +140,11 @@ public final class Hub: Sendable {
     private let deliverers = Lock<[UInt: (name: String, batches: Int)]>([:])
 
     /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
-    public init(historyLimit: Int = 10_000, historyByteLimit: Int = 64 << 20, encoder: Event.Encoder? = nil) {
+    public init(historyLimit: Int = 10_000, historyByteLimit: Int = 64 << 20, observerByteLimit: Int = 16 << 20,
+                encoder: Event.Encoder? = nil) {
         self.historyLimit = max(historyLimit, 1)
         self.historyByteLimit = max(historyByteLimit, 1)
+        self.observerByteLimit = max(observerByteLimit, 1)
         self.encoder = encoder
     }
 
@@ -457,7 +464,7 @@ public final class Hub: Sendable {
             var collections: [String: CollectionFilter] = [:]
             for topic in topics where state.subjects[topic]?.collection != nil { collections[topic] = filters[topic] ?? CollectionFilter() }
             let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
-                                    filter: filter, startedAt: state.sequence)
+                                    byteLimit: observerByteLimit, released: released, filter: filter, startedAt: state.sequence)
             state.nextObserverId += 1
             var initial = initialEvents(for: observer, resume: resume, added: added, packed: packedReplay, in: &state)
             if initial.isEmpty, case .now = resume {
@@ -500,6 +507,15 @@ public final class Hub: Sendable {
         }
         // glibc keeps freed memory for reuse unless asked: a history that shrank much gives it back.
         if dropped >= 8 << 20 { _ = clinux_malloc_trim() }
+    }
+
+    /// Gives the allocator's free memory back to the system when observers let go of at least
+    /// `threshold` bytes since the last call (glibc keeps what is freed for reuse unless asked): a burst of
+    /// stalled streams cut off leaves the process as large as at its peak otherwise. Call it off the hot
+    /// paths (Herald calls it once a second, on the timers' thread).
+    public func trimIfReleased(threshold: Int = 8 << 20) {
+        guard released.take(ifAtLeast: threshold) else { return }
+        _ = clinux_malloc_trim()
     }
 
     /// Ends every subscription (at shutdown).

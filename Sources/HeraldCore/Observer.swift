@@ -20,6 +20,11 @@ final class Observer: Sendable {
     struct State {
         var queue = RingBuffer<Event>()
         var limit: Int
+        /// The most bytes of live events that may wait (`Hub.historySize` each): events are shared, but
+        /// an observer that stopped reading keeps every one it holds alive after the history let it go.
+        var byteLimit: Int
+        /// The bytes of the live events waiting now.
+        var bytes = 0
         var end: ObserverEnd?
         /// Set when a poll found the queue empty: the next event must call the waker.
         var waiting = false
@@ -41,14 +46,18 @@ final class Observer: Sendable {
     /// The last sequence number published when it subscribed: its first events cover everything up to it.
     let startedAt: UInt64
 
-    init(id: UInt64, interests: [String], collections: [String: CollectionFilter] = [:], limit: Int,
-         filter: (@Sendable (Event) -> Bool)?, startedAt: UInt64 = 0) {
+    /// Told how many bytes the observer let go of when it ends.
+    private let released: ReleasedBytes?
+
+    init(id: UInt64, interests: [String], collections: [String: CollectionFilter] = [:], limit: Int, byteLimit: Int = .max,
+         released: ReleasedBytes? = nil, filter: (@Sendable (Event) -> Bool)?, startedAt: UInt64 = 0) {
+        self.released = released
         self.id = id
         self.startedAt = startedAt
         self.interests = interests
         self.collections = collections
         self.filter = filter
-        self.state = Lock(State(limit: limit))
+        self.state = Lock(State(limit: limit, byteLimit: byteLimit))
     }
 
     /// What the observer gets of `event`: the event itself on a topic it watches (if its filter takes
@@ -67,16 +76,17 @@ final class Observer: Sendable {
     func enqueue(_ event: Event) -> Delivery {
         state.withLock { state in
             guard state.end == nil, event.order > state.lastQueued else { return .skipped }
-            if state.queue.count - state.initial >= state.limit {
-                // A slow consumer is cut off rather than slowing the publisher or growing without bound.
+            let size = Hub.historySize(of: event)
+            if state.queue.count - state.initial >= state.limit || state.bytes + size > state.byteLimit {
+                // A slow consumer is cut off rather than slowing the publisher or growing without bound;
+                // what it held is let go at once.
                 state.end = .overflowed
-                state.queue.removeAll()
-                state.initial = 0
-                state.waiting = false
+                empty(&state)
                 defer { state.waker = nil }  // the waker may hold the consumer: let it go
                 return .overflowed(state.waker)
             }
             state.queue.append(event)
+            state.bytes += size
             state.lastQueued = event.order
             guard state.waiting, let waker = state.waker else { return .queued }
             state.waiting = false
@@ -99,11 +109,39 @@ final class Observer: Sendable {
         state.withLock { state in
             guard state.end == nil else { return nil }
             state.end = reason
-            state.queue.removeAll()
-            state.initial = 0
-            state.waiting = false
+            empty(&state)
             defer { state.waker = nil }
             return state.waker
         }
+    }
+
+    /// Lets go of every queued event, and of the queue's storage.
+    private func empty(_ state: inout State) {
+        released?.add(state.bytes)
+        state.queue = RingBuffer()
+        state.initial = 0
+        state.bytes = 0
+        state.waiting = false
+    }
+
+    /// `taken` events left the front of the queue: the live ones among them no longer count.
+    static func took(_ taken: [Event], from state: inout State) {
+        let initial = min(state.initial, taken.count)
+        state.initial -= initial
+        for event in taken.dropFirst(initial) { state.bytes -= Hub.historySize(of: event) }
+    }
+}
+
+/// Bytes let go of by observers, until someone takes them (`Hub.trimIfReleased`).
+final class ReleasedBytes: Sendable {
+    private let bytes = Atomic<Int>(0)
+
+    func add(_ count: Int) { if count > 0 { bytes.add(count, ordering: .relaxed) } }
+
+    /// Whether at least `threshold` were let go of; if so, the count starts again from zero.
+    func take(ifAtLeast threshold: Int) -> Bool {
+        guard bytes.load(ordering: .relaxed) >= threshold else { return false }
+        bytes.store(0, ordering: .relaxed)
+        return true
     }
 }

@@ -60,7 +60,7 @@ public final class Subscription: Sendable {
             var events: [Event] = []
             events.reserveCapacity(min(limit, state.queue.count))
             while events.count < limit, let event = state.queue.removeFirst() { events.append(event) }
-            state.initial = max(0, state.initial - events.count)
+            Observer.took(events, from: &state)
             return .events(events)
         }
     }
@@ -79,6 +79,7 @@ public final class Subscription: Sendable {
             var taken = 0
             while let event = state.queue.removeFirst() {
                 taken += 1
+                if taken > state.initial { state.bytes -= Hub.historySize(of: event) }
                 if !body(event) { break }
             }
             state.initial = max(0, state.initial - taken)

@@ -49,6 +49,9 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "Live events that may wait for one slow observer before its stream is closed (env HERALD_OBSERVER_QUEUE).")
     var observerQueue: Int = Environment.int("HERALD_OBSERVER_QUEUE") ?? 4096
 
+    @Option(help: "Bytes of live events (their data and frame) that may wait for one slow observer before its stream is closed: 65536 to 1099511627776 (env HERALD_OBSERVER_QUEUE_BYTES).")
+    var observerQueueBytes: Int = Environment.int("HERALD_OBSERVER_QUEUE_BYTES") ?? 16 << 20
+
     @Option(help: "Bytes of libmicrohttpd memory per connection: headers and buffers (env HERALD_CONNECTION_MEMORY).")
     var connectionMemory: Int = Environment.int("HERALD_CONNECTION_MEMORY") ?? 16_384
 
@@ -149,6 +152,9 @@ struct HeraldServe: ParsableCommand {
         guard (0...1_000_000).contains(presenceUsers) else { throw ValidationError("--presence-users must be 0 to 1000000") }
         guard (4096...1_048_576).contains(connectionMemory) else { throw ValidationError("--connection-memory must be 4096 to 1048576") }
         guard (1...1_000_000).contains(observerQueue) else { throw ValidationError("--observer-queue must be 1 to 1000000") }
+        guard ((64 << 10)...(1 << 40)).contains(observerQueueBytes) else {
+            throw ValidationError("--observer-queue-bytes must be 65536 (64 KiB) to 1099511627776 (1 TiB)")
+        }
         guard (1...10_000_000).contains(history) else { throw ValidationError("--history-events must be 1 to 10000000") }
         guard ((1 << 20)...(1 << 40)).contains(historyBytes) else { throw ValidationError("--history-bytes must be 1048576 (1 MiB) to 1099511627776 (1 TiB)") }
         guard (0...36_500).contains(historyDays) else { throw ValidationError("--history-days must be 0 to 36500") }
@@ -254,6 +260,7 @@ struct HeraldServe: ParsableCommand {
         configuration.postgresURL = store
         configuration.synchronous = Synchronous(rawValue: sync) ?? .normal
         configuration.observerQueueLimit = observerQueue
+        configuration.observerQueueBytes = observerQueueBytes
         configuration.corsOrigin = corsOrigin
         configuration.http.allowedHosts = allowedHosts == "*" ? nil : allowedHosts.flatMap(Self.hostList) ?? Self.loopbackHosts(host)
         configuration.examples = !noExamples

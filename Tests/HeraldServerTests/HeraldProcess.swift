@@ -33,7 +33,8 @@ final class HeraldProcess {
     /// Starts `herald` in memory, or on `dataDirectory` when given, or on the database `arguments`
     /// name with `--store`; with `openFileLimit`, under that limit (`ulimit -n`, then `exec`). With
     /// `closingItsLog`, nobody reads its standard error once it gave its port: the pipe has no reader.
-    init(arguments: [String] = [], dataDirectory: String? = nil, openFileLimit: Int? = nil, closingItsLog: Bool = false) throws {
+    init(arguments: [String] = [], dataDirectory: String? = nil, openFileLimit: Int? = nil, closingItsLog: Bool = false,
+         asanOptions: String? = nil) throws {
         let store = arguments.contains("--store") ? [] : dataDirectory.map { ["--data-dir", $0] } ?? ["--in-memory"]
         // No pause between SIGTERM and the streams' end unless a test asks for one.
         let drain = arguments.contains("--drain-seconds") ? [] : ["--drain-seconds", "0"]
@@ -46,8 +47,10 @@ final class HeraldProcess {
             process.arguments = heraldArguments
         }
         // The test command checks the children for leaks, not the test process (see scripts/test).
+        // `asanOptions` add to them (a build without AddressSanitizer ignores them).
         if let options = ProcessInfo.processInfo.environment["HERALD_CHILD_ASAN_OPTIONS"] {
-            process.environment = ProcessInfo.processInfo.environment.merging(["ASAN_OPTIONS": options]) { $1 }
+            let all = [options, asanOptions].compactMap { $0 }.joined(separator: ":")
+            process.environment = ProcessInfo.processInfo.environment.merging(["ASAN_OPTIONS": all]) { $1 }
         }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors

@@ -56,11 +56,12 @@ extension Herald {
         journal.start()
         listener?.start()
         presenceExchange?.start()
-        if let exchange = presenceExchange {
-            presence.start(also: { exchange.tick() })
-        } else {
-            presence.start()
-        }
+        // Presence's second also gives back what stalled observers let go of (`Hub.trimIfReleased`).
+        let (hub, exchange) = (hub, presenceExchange)
+        presence.start(also: {
+            hub.trimIfReleased()
+            exchange?.tick()
+        })
         pruning?.start()
         logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
         if let key = configuration.tokenKey {

@@ -47,7 +47,8 @@ public final class Herald: Sendable {
     public init(configuration: HeraldConfiguration, logger: Logger, clock: any DomainClock = SystemClock()) throws {
         self.configuration = configuration
         self.logger = logger
-        let hub = Hub(historyLimit: configuration.history, historyByteLimit: configuration.historyBytes) { id, name, data in
+        let hub = Hub(historyLimit: configuration.history, historyByteLimit: configuration.historyBytes,
+                      observerByteLimit: configuration.observerQueueBytes) { id, name, data in
             name == .position
                 ? SSEEncoder.position(id: String(id ?? 0))
                 : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name.text, data: data))

@@ -25,6 +25,8 @@ public struct HeraldConfiguration: Sendable {
     public var pruneInterval: TimeInterval = 60
     /// Live events that may wait for one slow observer before its connection is closed.
     public var observerQueueLimit = 4096
+    /// Bytes of live events that may wait for one slow observer before its connection is closed.
+    public var observerQueueBytes = 16 << 20
     /// `Access-Control-Allow-Origin`.
     public var corsOrigin = "*"
     /// Answer GETs of an auction, the currency and a unit from their kept encodings without the router
