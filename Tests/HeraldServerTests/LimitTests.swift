@@ -262,6 +262,37 @@ import Testing
         #expect(eventually(timeout: 30) { (try? Self.keptAlive(herald.port)) != nil })
     }
 
+    /// Six addresses each trickle bodies on their 40 connections (240, more than the 192 connections
+    /// 256 descriptors allow), a byte at a time, so that none is ever idle: the tricklers of the
+    /// addresses holding the most are closed to make room, and a probe from a seventh address is
+    /// answered while their bodies are still due (in 60 s: `--request-timeout`).
+    @Test func tricklingBodiesFromManyAddressesLeaveRoomForAProbe() throws {
+        let herald = try HeraldProcess(arguments: ["--connections-per-address", "40", "--connections-per-second", "0",
+                                                   "--request-timeout", "60", "--writes-per-second", "0"], openFileLimit: 256)
+        let head = "POST /notifications/drip HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50000\r\n\r\n{"
+        var tricklers: [Socket] = []
+        for address in 2...7 {
+            for _ in 0..<40 {
+                let socket = try Socket(port: herald.port, timeout: 5, source: "127.0.0.\(address)")
+                try? socket.send(head)
+                tricklers.append(socket)
+            }
+        }
+        let started = Date()
+        var answered = false
+        // A byte on each every half second; between rounds, a probe from another address.
+        while !answered, Date().timeIntervalSince(started) < 20 {
+            for socket in tricklers { try? socket.send(" ") }
+            let probe = try Socket(port: herald.port, timeout: 2, source: "127.0.0.9")
+            try? probe.send("GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            answered = (try? probe.receive()).map { String(decoding: $0, as: UTF8.self).hasPrefix("HTTP/1.1 200") } ?? false
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        #expect(answered, "a probe was answered while 240 bodies trickled")
+        let open = tricklers.filter { !Self.isClosed($0) }.count
+        #expect(open < 240, "tricklers were closed to make room: \(open) open")
+    }
+
     @Test func theLongestIdleConnectionsMakeRoomWhenDescriptorsRunShort() throws {
         // 256 files: libmicrohttpd holds at most 192 connections, and idle ones are closed from 160 on.
         let herald = try HeraldProcess(arguments: ["--connections-per-address", "0", "--connections-per-second", "0"],

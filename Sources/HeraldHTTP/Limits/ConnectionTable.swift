@@ -11,9 +11,10 @@ import Synchronization
 ///   timeout is an idle one that every byte restarts, so a client that sends a byte every few seconds
 ///   (slowloris, in the head or the body) would hold its connection for ever.
 /// - **Addresses.** How many connections each peer address holds, for the limit per address.
-/// - **Idle connections.** When descriptors run short, the ones longest idle (kept alive between
-///   requests, or accepted and still silent) are closed first, so a new client, a health probe among
-///   them, finds room.
+/// - **Making room.** When descriptors run short, the ones longest idle (kept alive between requests,
+///   or accepted and still silent) are closed first, so a new client, a health probe among them, finds
+///   room; then, if that is not enough, those still sending a head or a body, from the address that
+///   holds the most connections first (a body trickled a byte at a time is never idle).
 ///
 /// libmicrohttpd tells the daemon's thread when a connection starts and ends and when a request line,
 /// a head and an answer happen; `sweep` runs on another thread. Closing is a `shutdown` of the socket,
@@ -28,6 +29,8 @@ final class ConnectionTable: Sendable {
         var deadline: Moment?
         /// Since when the connection has had no request in progress; nil while it has one.
         var idleSince: Moment?
+        /// Since when its client has been sending the request in progress (its line, then its body).
+        var sendingSince: Moment?
         /// Shut down already (past its deadline, or closed to make room): not again.
         var closing = false
         /// A request on it was answered: libmicrohttpd may have set its socket's options since.
@@ -95,6 +98,7 @@ final class ConnectionTable: Sendable {
         update(connection) { entry in
             if entry.deadline.map({ $0 > deadline }) ?? true { entry.deadline = deadline }
             entry.idleSince = nil
+            entry.sendingSince = now
         }
     }
 
@@ -105,6 +109,7 @@ final class ConnectionTable: Sendable {
         update(connection) { entry in
             entry.deadline = deadline
             entry.idleSince = now
+            entry.sendingSince = nil
             entry.answered = true
         }
     }
@@ -146,9 +151,12 @@ final class ConnectionTable: Sendable {
         }
     }
 
-    /// Shuts down up to `count` idle connections, the longest idle first, to make room; returns how
-    /// many. One that was accepted less than `grace` ago and has not spoken yet is spared: it may be
-    /// the client the room is for.
+    /// Shuts down up to `count` connections to make room; returns how many. The idle ones go first,
+    /// the longest idle first; then, when they are not enough, those still waiting for their client to
+    /// send a head or a body (its deadline is set and it is not idle), from the address holding the
+    /// most connections first, and within one the longest waiting first: a client that trickles bodies
+    /// from many addresses cannot take every descriptor. One that was accepted or began its request
+    /// less than `grace` ago is spared: it may be the client the room is for.
     @discardableResult
     func closeIdle(_ count: Int, grace: Duration = .seconds(1), at now: Moment = .now) -> Int {
         guard count > 0 else { return 0 }
@@ -158,8 +166,17 @@ final class ConnectionTable: Sendable {
                 guard entry.socket >= 0, !entry.closing, let since = entry.idleSince, since + grace <= now else { return nil }
                 return (slot, since)
             }
-            let chosen = idle.count <= count ? idle : Array(idle.sorted { $0.since < $1.since }.prefix(count))
-            for (key, _) in chosen {
+            var chosen = idle.count <= count ? idle.map(\.key) : idle.sorted { $0.since < $1.since }.prefix(count).map(\.key)
+            if chosen.count < count {
+                let sending = state.entries.indices.compactMap { slot -> (key: Int, share: Int, since: Moment)? in
+                    let entry = state.entries[slot]
+                    guard entry.socket >= 0, !entry.closing, entry.idleSince == nil, let since = entry.sendingSince,
+                          entry.deadline != nil, since + grace <= now else { return nil }
+                    return (slot, state.perAddress[entry.address, default: 0], since)
+                }
+                chosen += sending.sorted { ($0.share, $1.since) > ($1.share, $0.since) }.prefix(count - chosen.count).map(\.key)
+            }
+            for key in chosen {
                 guard state.holds(key) else { continue }
                 shutdown(state.entries[key].socket, Int32(SHUT_RDWR))
                 state.entries[key].closing = true
