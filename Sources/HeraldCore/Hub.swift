@@ -398,7 +398,7 @@ public final class Hub: Sendable {
         }
         if !overflowed.isEmpty {
             state.withLock { state in
-                for observer in overflowed { Self.remove(observer, from: &state) }
+                for observer in overflowed { remove(observer, from: &state) }
             }
         }
         for (waker, ended) in wakers { waker(ended) }
@@ -513,7 +513,7 @@ public final class Hub: Sendable {
     /// `threshold` bytes since the last call (glibc keeps what is freed for reuse unless asked): a burst of
     /// stalled streams cut off leaves the process as large as at its peak otherwise. Call it off the hot
     /// paths (Herald calls it once a second, on the timers' thread).
-    public func trimIfReleased(threshold: Int = 8 << 20) {
+    public func trimIfReleased(threshold: Int = 1 << 20) {
         guard released.take(ifAtLeast: threshold) else { return }
         _ = clinux_malloc_trim()
     }
@@ -527,10 +527,10 @@ public final class Hub: Sendable {
     }
 
     func remove(_ observer: Observer) {
-        state.withLock { Self.remove(observer, from: &$0) }
+        state.withLock { remove(observer, from: &$0) }
     }
 
-    private static func remove(_ observer: Observer, from state: inout State) {
+    private func remove(_ observer: Observer, from state: inout State) {
         var removed = false
         for topic in Set(observer.interests) {
             // In place: a copy of the subject would copy its whole observer table, once per observer leaving.
@@ -545,7 +545,13 @@ public final class Hub: Sendable {
             }
         }
         if removed { state.observerCount -= 1 }
+        // A burst of made-up topics left: their places go too (an entry's room is about 100 bytes).
+        released.add(state.subjects.shrinkIfSparse() * 100)
     }
+
+    /// Tells the hub that another part let go of about `bytes` (presence's topics after a burst), so
+    /// that the next `trimIfReleased` gives them back.
+    public func released(bytes: Int) { released.add(bytes) }
 
     private func initialEvents(for observer: Observer, resume: ResumePoint, added: Set<String>, packed: Bool,
                                in state: inout State) -> [Event] {
