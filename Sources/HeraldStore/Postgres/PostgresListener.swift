@@ -105,8 +105,11 @@ public final class PostgresListener: Sendable {
 
     deinit { stop() }
 
-    /// Stops listening and waits for the thread to end (if it started).
+    /// Stops listening and waits for the thread to end (if it started), then lets the message handler
+    /// go: it holds what handles the messages (the presence exchange, the renewals), which hold this
+    /// listener to answer through it.
     public func stop() {
+        defer { messages.withLock { $0 = nil } }
         guard !stopped.raise(), started.isSet else { return }
         ended.wait()
     }
