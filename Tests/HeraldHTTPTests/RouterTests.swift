@@ -121,3 +121,14 @@ final class LockedBox<Value: Sendable>: Sendable {
     var value: Value { lock.withLock { $0 } }
     func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&$0) } }
 }
+
+/// Every problem's title is its status's reason phrase (RFC 9110 §15), never a generic "Error".
+@Test func everyClientAndServerErrorHasItsReasonPhrase() {
+    let named = [400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 421, 422, 426, 428, 429,
+                 431, 500, 501, 502, 503, 504, 505]
+    for status in named {
+        let title = Problem(status: HTTPResponse.Status(code: status), detail: "").title
+        #expect(title != "Client Error" && title != "Server Error" && title != "Error", "\(status): \(title)")
+    }
+    #expect(Problem(status: .preconditionFailed, detail: "").title == "Precondition Failed")
+}

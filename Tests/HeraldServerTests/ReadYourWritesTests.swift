@@ -272,6 +272,8 @@ extension ReadYourWritesTests {
         let stale = try client.get("/currency", headers: [("If-Match", #""0123""#)])
         #expect(stale.status == 412, "\(stale.text)")
         #expect(stale.header("Content-Type") == "application/problem+json")
+        #expect(stale.json["title"] as? String == "Precondition Failed" && stale.json["type"] as? String == "/problems/precondition-failed",
+                "the problem's title is its status's reason phrase: \(stale.text)")
         #expect(try client.put("/units/u1", #"{"name":"One","status":"healthy"}"#).status == 201)
         #expect(try client.get("/units/u1", headers: [("If-Match", #""0123""#)]).status == 412, "a quick read does not skip it")
         #expect(try client.get("/auctions", headers: [("If-Match", "*")]).status == 412, "a list has no version")
