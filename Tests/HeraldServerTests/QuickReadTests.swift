@@ -29,6 +29,8 @@ import Testing
             (get("/auctions/1", "Origin: https://a.example\r\n"), false),
             (get("/auctions/1", "If-None-Match: \(etag)\r\n"), false),
             (get("/auctions/1", "If-None-Match: \"other\"\r\n"), false),
+            (get("/auctions/1", "If-Match: \"other\"\r\n"), false),
+            (get("/auctions/1", "If-Match: \(etag)\r\n"), false),
             (get("/auctions/1", method: "HEAD"), false),
             (get("/auctions/1/bids"), false),
         ]

@@ -141,3 +141,40 @@ import Testing
         #expect(event.json["postedAt"] as? String == "2015-10-09T14:09:53Z", "one clock for the event and its time")
     }
 }
+
+/// What caches see: every answer of state says how fresh it may be kept, and a trip's answer, which is
+/// in the reader's language, says so (`Vary`) and has a tag of its own in each language.
+@Suite struct CachingTests {
+    @Test func stateIsRevalidatedAndEachLanguageHasItsOwnTag() throws {
+        let server = try TestHerald(examples: true)
+        defer { server.stop() }
+        let client = server.client()
+        #expect(try client.put("/units/u1", #"{"name":"U","status":"healthy"}"#).status == 201)
+        let trip = try #require(try client.post("/trips", #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z"}"#)
+            .json["id"] as? String)
+        for path in ["/currency", "/units/u1", "/auctions/1", "/auctions", "/units", "/trips", "/trips/\(trip)"] {
+            #expect(try client.get(path).header("Cache-Control") == "no-cache", "\(path)")
+        }
+        for path in ["/health", "/health/live", "/health/ready", "/subjects"] {
+            #expect(try client.get(path).header("Cache-Control") == "no-store", "\(path)")
+        }
+        #expect(try client.get("/openapi.yaml").header("Cache-Control") == "no-cache")
+
+        let german = try client.get("/trips/\(trip)", headers: [("Accept-Language", "de-DE")])
+        let english = try client.get("/trips/\(trip)", headers: [("Accept-Language", "en-US")])
+        #expect(german.header("Vary")?.contains("Accept-Language") == true && english.header("Vary")?.contains("Accept-Language") == true)
+        #expect(try client.get("/trips").header("Vary")?.contains("Accept-Language") == true)
+        #expect(german.text != english.text, "the answers differ by language")
+        let (de, en) = (try #require(german.header("ETag")), try #require(english.header("ETag")))
+        #expect(de != en, "so do their tags")
+        // A cache that revalidates the German copy for an English reader gets the English answer.
+        let revalidated = try client.get("/trips/\(trip)", headers: [("Accept-Language", "en-US"), ("If-None-Match", de)])
+        #expect(revalidated.status == 200 && revalidated.text == english.text)
+        #expect(try client.get("/trips/\(trip)", headers: [("Accept-Language", "de-DE"), ("If-None-Match", de)]).status == 304)
+        // A change conditioned on the tag of the language it is asked in.
+        let delayed = try client.request("POST", "/trips/\(trip)/delay", json: #"{"deltaSeconds":60}"#,
+                                         headers: [("Accept-Language", "de-DE"), ("If-Match", de)])
+        #expect(delayed.status == 200, "\(delayed.text)")
+        #expect(delayed.header("Vary")?.contains("Accept-Language") == true)
+    }
+}

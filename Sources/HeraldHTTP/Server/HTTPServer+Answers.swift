@@ -66,6 +66,7 @@ extension HTTPServer {
         _ = MHD_add_response_header(response, "Content-Type", "application/json")
         add("ETag", read.etag, to: response)
         add("Herald-Event-ID", String(read.eventID), to: response)
+        add("Cache-Control", "no-cache", to: response)
         for field in fields { field.name.withCString { add($0, field.value, to: response) } }
         return response
     }

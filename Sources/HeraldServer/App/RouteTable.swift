@@ -29,7 +29,7 @@ enum RouteTable {
                 "status": "ok", "observers": .integer(hub.observerCount), "subjects": .integer(hub.subjects.count),
                 "lastEventId": .string(String(hub.lastEventId)),
                 "uptimeSeconds": .integer(Int(startedAt.duration(to: .now).components.seconds)),
-            ])
+            ], headers: [.cacheControl: "no-store"])
         }
         health.add(to: &routes)
         if let scrape { routes.add(.get, "/metrics") { _ in Metrics.response(scrape()) } }
@@ -42,11 +42,11 @@ enum RouteTable {
                     ["topic": .string($0.topic), "observers": .integer($0.observers), "lastEventId": .string(String($0.lastEventId))]
                 }),
                 "totals": ["subjects": .integer(all.count), "observers": .integer(all.reduce(0) { $0 + $1.observers })],
-            ])
+            ], headers: [.cacheControl: "no-store"])
         }
         routes.addPage()
         routes.add(.get, "/openapi.yaml") { _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .bytes(PackageResources.openapi_yaml))
+            Response(status: .ok, headers: [.contentType: "application/yaml", .cacheControl: "no-cache"], body: .bytes(PackageResources.openapi_yaml))
         }
         return (routes.router, routes.quickReads)
     }

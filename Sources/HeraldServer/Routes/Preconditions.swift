@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import HeraldDomain
 import HeraldHTTP
@@ -24,7 +25,9 @@ enum Fingerprint {
 /// move with the clock (an auction's `remainingSeconds` is not in it).
 enum EntityTag {
     static func of(_ unit: HeraldDomain.Unit) -> String { Fingerprint.tag(unit.json.bytes) }
-    static func of(_ trip: Trip) -> String { Fingerprint.tag(trip.document.bytes) }
+    /// A trip's answers are in a language: each language's answer has a tag of its own (a cache keyed
+    /// by the tag must not give one language's answer to a reader of another).
+    static func of(_ trip: Trip, locale: Locale) -> String { Fingerprint.tag(trip.document.bytes + Array(locale.identifier.utf8)) }
     static func of(_ currency: Currency) -> String { Fingerprint.tag(currency.rawValue.utf8) }
     static func of(_ auction: Auction) -> String {
         let stored = Journal.stored(auction)

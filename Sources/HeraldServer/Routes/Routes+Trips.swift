@@ -12,7 +12,7 @@ extension Routes {
             let new = try NewTrip(json: try request.json()), locale = request.locale
             return { () throws(DomainError) in
                 let trip = try trips.create(new)
-                return .json(trip.json(locale: locale), status: .created, headers: [.location: "/trips/\(trip.id)"])
+                return .json(trip.json(locale: locale), status: .created, headers: [.location: "/trips/\(trip.id)", .vary: "Accept-Language"])
             }
         }
         read("/trips") { request in
@@ -25,13 +25,16 @@ extension Routes {
             case let other?: throw Problem(status: .badRequest, detail: "delayed must be true or false, not '\(RequestGuard.printable(other))'")
             }
             let page = paging.page(trips.trips(after: try paging.numericAfter()).filter { delayed == nil || $0.delayed == delayed })
-            return paging.response("trips", page.entries.map { $0.json(locale: locale) }, more: page.more,
-                                   lastKey: page.entries.last?.id, request: request)
+            var response = paging.response("trips", page.entries.map { $0.json(locale: locale) }, more: page.more,
+                                            lastKey: page.entries.last?.id, request: request)
+            response.headers.append(HTTPField(name: .vary, value: "Accept-Language"))
+            return response
         }
         add(.get, "/trips/events") { request in try events.streamCollection(request, TripBoard.collectionTopic) }
         read("/trips/{id}") { request in
             let trip = try trips.get(request.parameter("id"))
-            return .json(trip.json(locale: request.locale), etag: EntityTag.of(trip))
+            let locale = request.locale
+            return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: [.vary: "Accept-Language"])
         }
         let replicated = replicated
         write(.patch, "/trips/{id}", topic: "trips/{id}") { request, _ in
@@ -40,9 +43,9 @@ extension Routes {
             let patch = try TripPatch(json: try request.json()), locale = request.locale
             let conditions = Preconditions(request)
             return { () throws(DomainError) in
-                try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
+                try conditions.check(trips.latest(id).map { EntityTag.of($0, locale: locale) }, "trip '\(id)'")
                 let trip = try trips.setActualDeparture(id, to: patch.actualDeparture)
-                return .json(trip.json(locale: locale), etag: EntityTag.of(trip))
+                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: [.vary: "Accept-Language"])
             }
         }
         write(.post, "/trips/{id}/delay", topic: "trips/{id}") { request, _ in
@@ -51,9 +54,9 @@ extension Routes {
             let delay = try TripDelay(json: try request.json()), locale = request.locale
             let conditions = Preconditions(request)
             return { () throws(DomainError) in
-                try conditions.check(trips.latest(id).map(EntityTag.of), "trip '\(id)'")
+                try conditions.check(trips.latest(id).map { EntityTag.of($0, locale: locale) }, "trip '\(id)'")
                 let trip = try trips.delay(id, bySeconds: delay.seconds)
-                return .json(trip.json(locale: locale), etag: EntityTag.of(trip))
+                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: [.vary: "Accept-Language"])
             }
         }
         add(.get, "/trips/{id}/events") { request in

@@ -98,6 +98,8 @@ struct Routes {
                 try Preconditions(request).require(response.headers.first(where: { $0.name == .eTag })?.value, request.path)
             }
             response.headers.append(HTTPField(name: .heraldEventID, value: String(eventID)))
+            // State changes at any moment: a cache must ask again (with its ETag) before it reuses one.
+            if response.headers[.cacheControl] == nil { response.headers.append(HTTPField(name: .cacheControl, value: "no-cache")) }
             // A malformed If-None-Match names no version: the state is sent.
             // The field itself, not the subscript's join of every ETag field (3 % of a GET).
             if let etag = response.headers.first(where: { $0.name == .eTag })?.value, Preconditions(request).notModified(etag) {
