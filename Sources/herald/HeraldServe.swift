@@ -58,7 +58,7 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "Origins browsers may call from: * or a comma-separated list such as https://a.example,http://localhost:3000; a listed origin may send credentials (env HERALD_CORS_ORIGIN).")
     var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"
 
-    @Option(help: "Host names requests may carry in Host, comma-separated (name or name:port), or *; others get 421. Default: 127.0.0.1, localhost and [::1] when listening on loopback, else any (env HERALD_ALLOWED_HOSTS).")
+    @Option(help: "Host names requests may carry in Host, comma-separated (name, name:port, or name:* for any port), or *; others get 421. Default when listening on loopback: 127.0.0.1, localhost and [::1], on any port (so a proxy on this machine may pass its own Host on), and nothing else (a name another site points at 127.0.0.1 is refused); elsewhere any host (env HERALD_ALLOWED_HOSTS).")
     var allowedHosts: String? = Environment.string("HERALD_ALLOWED_HOSTS")
 
     @Option(help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
@@ -323,12 +323,14 @@ struct HeraldServe: ParsableCommand {
         }
     }
 
-    /// Host names or `name:port`, as `RequestGuard` compares them; nil when one is not a host.
+    /// Host names, `name:port` or `name:*`, as `RequestGuard` compares them; nil when one is not a host.
     static func hostList(_ text: String) -> [String]? {
         let hosts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        guard !hosts.isEmpty, hosts.allSatisfy({ !$0.isEmpty && $0.count <= 255 && $0.unicodeScalars.allSatisfy {
-            CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-._:[]".unicodeScalars.contains($0)
-        } }) else { return nil }
+        let isHost = { (host: Substring) in
+            !host.isEmpty && host.count <= 255
+                && host.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-._:[]".unicodeScalars.contains($0) }
+        }
+        guard !hosts.isEmpty, hosts.allSatisfy({ isHost($0.hasSuffix(":*") ? $0.dropLast(2) : $0[...]) }) else { return nil }
         return hosts
     }
 
@@ -337,7 +339,7 @@ struct HeraldServe: ParsableCommand {
     static func loopbackHosts(_ listen: String) -> [String]? {
         let loopback = listen == "localhost" || listen.hasPrefix("127.") || listen == "::1" || listen == "[::1]"
         guard loopback else { return nil }
-        return Array(Set(["127.0.0.1", "localhost", "[::1]", listen.lowercased()]))
+        return Array(Set(["127.0.0.1:*", "localhost:*", "[::1]:*", listen.lowercased() + ":*"]))
     }
 
     /// Raises the soft open-file limit to the hard one: every connection is a file.

@@ -308,3 +308,25 @@ import Testing
         return text
     }
 }
+
+extension ProcessTests {
+    /// On loopback with default options, a proxy on this machine may pass its own `Host` on (a loopback
+    /// name with any port), and a name another site points at 127.0.0.1 is still refused (421).
+    @Test func aProxyOnThisMachineIsAnsweredAndOtherNamesAreMisdirected() throws {
+        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        func status(_ host: String) throws -> Int {
+            let socket = try Socket(port: herald.port, timeout: 10)
+            try socket.send("GET /health HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            let head = String(decoding: try socket.receive(), as: UTF8.self)
+            return Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        for host in ["localhost:8080", "127.0.0.1:80", "[::1]:8443", "localhost", "LOCALHOST:\(herald.port)", "127.0.0.1:\(herald.port)"] {
+            #expect(try status(host) == 200, "\(host)")
+        }
+        for host in ["evil.example", "evil.example:\(herald.port)", "localhost.evil.example:8080", "127.0.0.2:8080"] {
+            #expect(try status(host) == 421, "\(host)")
+        }
+        #expect(try exitStatus(["--allowed-hosts", "a b:*"]) == 64)
+        #expect(try exitStatus(["--allowed-hosts", ":*"]) == 64)
+    }
+}

@@ -10,6 +10,9 @@ public struct RequestGuard: Sendable {
     /// the server listens on, and each `name:port` given; nil: any host. A few are compared in turn
     /// (hashing the host cost more than the comparisons); a longer list is a set.
     private let accepted: AcceptedHosts?
+    /// Names accepted with any port (`name:*`): the loopback names by default on loopback, so that a
+    /// proxy on this machine may pass its own `Host` on (`localhost:8080` in front of Herald on 8081).
+    private let anyPort: [String]
 
     private enum AcceptedHosts: Sendable {
         case few([String])
@@ -32,11 +35,14 @@ public struct RequestGuard: Sendable {
     ///   - allowedHosts: host names (`localhost`) or names with a port (`example.org:8080`) this server
     ///     answers to; nil: any host.
     ///   - port: the port the server listens on (a name alone also stands for `name:port`).
+    ///     A name with `:*` (`localhost:*`) is accepted with any port, and alone.
     public init(allowedHosts: [String]? = nil, port: Int = 0) {
-        accepted = allowedHosts.map { hosts in
+        let lowered = allowedHosts?.map { $0.lowercased() }
+        anyPort = lowered?.filter { $0.hasSuffix(":*") }.map { String($0.dropLast(2)) } ?? []
+        accepted = lowered.map { hosts in
             AcceptedHosts(hosts.flatMap { host -> [String] in
-                let lower = host.lowercased()
-                return Self.split(lower).1 == nil ? [lower, lower + ":" + String(port)] : [lower]
+                if host.hasSuffix(":*") { return [String(host.dropLast(2))] }
+                return Self.split(host).1 == nil ? [host, host + ":" + String(port)] : [host]
             })
         }
     }
@@ -87,8 +93,11 @@ public struct RequestGuard: Sendable {
         guard let host = authority ?? firstHost else { return declared }
         guard Self.isValidHost(host) else { throw Self.refuse(.badRequest, "the Host '\(Self.printable(host))' is not a host and port") }
         // Most clients send the name as listed, in lower case: no copy made then.
-        if let accepted, !accepted.contains(host.utf8AllSatisfy({ $0 < 0x41 || $0 > 0x5A }) ? host : host.lowercased()) {
-            throw Self.refuse(.misdirectedRequest, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
+        if let accepted {
+            let lower = host.utf8AllSatisfy({ $0 < 0x41 || $0 > 0x5A }) ? host : host.lowercased()
+            guard accepted.contains(lower) || (!anyPort.isEmpty && anyPort.contains(Self.split(lower).0)) else {
+                throw Self.refuse(.misdirectedRequest, "this server does not answer to the host '\(Self.printable(host))' (see --allowed-hosts)")
+            }
         }
         return declared
     }
