@@ -162,16 +162,4 @@ static inline int cmhd_head_hides_bytes(struct MHD_Connection *connection, const
     return scan.hidden || !cmhd_nul_run(&scan, scan.cursor, scan.end, 2, 4);
 }
 
-/// The reader of a response that has no body: it ends at once.
-static inline ssize_t cmhd_end_at_once(void *cls, uint64_t pos, char *buf, size_t max) {
-    (void)cls; (void)pos; (void)buf; (void)max;
-    return MHD_CONTENT_READER_END_OF_STREAM;
-}
-
-/// A response of unknown length (chunked, like a stream's), whose body ends at once: the head a
-/// stream's GET gets, for its HEAD, with no `Content-Length: 0` that a GET would never send.
-static inline struct MHD_Response *cmhd_response_of_unknown_length(void) {
-    return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, cmhd_end_at_once, NULL, NULL);
-}
-
 #endif

@@ -192,17 +192,3 @@ import Testing
         #expect(try server.client().get("/units/sc%00out").status == 400, "a NUL in the path is refused")
     }
 }
-
-extension WireTests {
-    /// HEAD of a stream has the head its GET would have: no `Content-Length` (a GET's body has none,
-    /// and a proxy passed `Content-Length: 0` on over HTTP/2), and no body.
-    @Test func aStreamsHeadHasNoContentLength() throws {
-        let server = try TestHerald()
-        defer { server.stop() }
-        let answer = try server.exchange("HEAD /currency/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        #expect(statuses(answer) == [200], "\(answer)")
-        #expect(answer.lowercased().contains("content-type: text/event-stream"), "\(answer)")
-        #expect(!answer.lowercased().contains("content-length"), "\(answer)")
-        #expect(answer.hasSuffix("\r\n\r\n"), "no body: \(answer)")
-    }
-}

@@ -123,10 +123,9 @@ extension HTTPServer {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .eventStream(let feed) where method == "HEAD":
-            // The head a GET would get (of unknown length, so no `Content-Length`), and no stream:
-            // nothing is subscribed, nothing is written.
+            // The head a GET would get, and no stream: nothing is subscribed, nothing is written.
             feed.close()
-            mhdResponse = cmhd_response_of_unknown_length()
+            mhdResponse = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT)
         case .bytes(let bytes):
             mhdResponse = Self.response(copying: bytes)
         case .held(let held):
