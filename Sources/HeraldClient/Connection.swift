@@ -40,7 +40,8 @@ struct Connection: Sendable {
                 case .body(let data):
                     var events: [ServerSentEvent] = []
                     sse.feed(data) { events.append($0) }
-                    for wire in events {
+                    // `ready` only names where the stream starts (its id is taken below): no change to deliver.
+                    for wire in events where wire.name != "ready" {
                         guard let event = try? HeraldEvent.decode(id: wire.id, name: wire.name, data: Data(wire.data.utf8), with: decoder) else {
                             continue  // not JSON at all: nothing Herald sends
                         }

@@ -49,6 +49,9 @@ public struct HeraldEvent: Sendable, Hashable {
         case watchers(Int)
         /// The stream's resume point was older than the history kept: snapshots follow.
         case resync(lastEventID: String)
+        /// Where a stream with nothing else to send first starts (its `id:` too). `HeraldClient` does not
+        /// deliver it: it only moves the position a reconnect resumes from.
+        case ready(lastEventID: String)
         /// The stream's lease: its id and end, for renewal.
         case stream(StreamLease)
         case tokenExpiring(StreamLease)
@@ -113,6 +116,7 @@ extension HeraldEvent {
         case "joined": kind = .joined(user: try value(UserField.self).sub)
         case "watchers": kind = .watchers(try value(Presence.self).watchers)
         case "resync": kind = .resync(lastEventID: try value(ResyncField.self).lastEventId)
+        case "ready": kind = .ready(lastEventID: try value(ResyncField.self).lastEventId)
         case "stream": kind = .stream(try value(StreamLease.self))
         case "token-expiring": kind = .tokenExpiring(try value(StreamLease.self))
         case "expired": kind = .expired(try value(StreamLease.self))

@@ -10,7 +10,7 @@ public struct EventName: Hashable, Sendable, ExpressibleByStringLiteral, CustomS
 
     /// A subject's current value, the first event a new observer gets for it.
     public static let snapshot: EventName = "snapshot"
-    /// A position marker: it carries only its id (the sequence when a stream started), encoded as an
-    /// SSE block that sets the client's last event id without dispatching an event.
+    /// A position marker: it carries only its id (the sequence when a stream started), encoded as the
+    /// stream's `ready` event, which sets the client's last event id.
     public static let position: EventName = ""
 }

@@ -467,9 +467,10 @@ public final class Hub: Sendable {
                                     byteLimit: observerByteLimit, released: released, filter: filter, startedAt: state.sequence)
             state.nextObserverId += 1
             var initial = initialEvents(for: observer, resume: resume, added: added, packed: packedReplay, in: &state)
-            if initial.isEmpty, case .now = resume {
-                // Nothing to send yet: the stream still starts at a position, so a client that reconnects
-                // before the first event sends a Last-Event-ID and misses nothing.
+            if initial.isEmpty {
+                // Nothing to send yet (no snapshot asked for, or nothing missed): the stream still starts
+                // at a position, so a client that reconnects before the first event sends a
+                // Last-Event-ID and misses nothing, and the stream's first block is an event.
                 initial.append(Event(id: state.sequence, order: state.order, topic: topics.first ?? "", name: .position, data: [],
                                      encoder: encoder))
             }

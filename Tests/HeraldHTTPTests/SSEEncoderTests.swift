@@ -1,3 +1,4 @@
+import Foundation
 import HeraldHTTP
 import HeraldTestSupport
 import Testing
@@ -23,13 +24,24 @@ import Synchronization
         #expect(parser.retry == 3000)
         #expect(parser.comments.count == 2)
     }
+
+    /// The retry travels in the block of the stream's first event, never in a block of its own (which
+    /// httpx-sse turns into an empty event).
+    @Test func theRetryIsInTheFirstEventsBlock() {
+        let first = SSEEncoder.preamble(retryMilliseconds: 3000) + SSEEncoder.position(id: "7")
+        let blocks = String(decoding: first, as: UTF8.self).components(separatedBy: "\n\n").filter { !$0.isEmpty }
+        #expect(blocks.count == 1 && blocks[0].contains("retry: 3000") && blocks[0].contains("event: ready"), "\(blocks)")
+    }
 }
 
 @Suite struct SSEPositionTests {
-    @Test func aPositionSetsTheLastEventIdAndDispatchesNothing() {
+    /// A position is an event with data (`ready`): every client library records its id, where some
+    /// ignored a block of `id:` alone.
+    @Test func aPositionIsAReadyEventThatSetsTheLastEventId() {
         var parser = SSEParser()
         let events = parser.feed(SSEEncoder.position(id: "42") + SSEEncoder.encode(SSEMessage(id: nil, event: "x", data: Array("d".utf8))))
-        #expect(events.map(\.event) == ["x"])
+        #expect(events.map(\.event) == ["ready", "x"])
+        #expect(events.first?.data == #"{"lastEventId":"42"}"#)
         #expect(parser.lastEventId == "42")
     }
 }

@@ -81,7 +81,7 @@ import Testing
         let events = try HeraldEvent.decode(eventStream: text)
         let kinds = Set(events.map { Self.name(of: $0.kind) })
         let every: Set<String> = ["snapshot", "bid", "closed", "tick", "auction", "currency", "trip", "unit", "removed", "left", "notification",
-                                  "joined", "userLeft", "watchers", "resync", "stream", "tokenExpiring", "expired"]
+                                  "joined", "userLeft", "watchers", "resync", "ready", "stream", "tokenExpiring", "expired"]
         #expect(kinds == every, "missing \(every.subtracting(kinds)), untyped \(kinds.subtracting(every))")
         let snapshots = Set(events.compactMap { event -> String? in
             guard case .snapshot(let snapshot) = event.kind else { return nil }

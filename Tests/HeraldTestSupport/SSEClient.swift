@@ -14,7 +14,10 @@ public final class SSEClient {
     public var retry: Int? { sse.retry }
     private var http = HTTPResponseParser()
     private var sse = SSEParser()
-    private var ready: [SSEEvent] = []
+    private var queued: [SSEEvent] = []
+    /// The `ready` events the stream started with (a stream with nothing else to send first sends one,
+    /// naming the id it starts after); `next` passes over them, as it is no change of any subject.
+    public private(set) var readyEvents: [SSEEvent] = []
     public private(set) var ended = false
 
     /// Connects and sends the request; `head` is read with the first event.
@@ -39,13 +42,13 @@ public final class SSEClient {
     /// The next event, waiting up to `timeout` seconds.
     public func next(timeout: Double = 15) throws -> SSEEvent {
         let deadline = Date().addingTimeInterval(timeout)
-        while ready.isEmpty {
+        while queued.isEmpty {
             guard !ended else { throw TestError("stream ended") }
             let left = deadline.timeIntervalSinceNow
             guard left > 0 else { throw TestError.timeout }
             try pump(timeout: left)
         }
-        return ready.removeFirst()
+        return queued.removeFirst()
     }
 
     /// The next `count` events.
@@ -96,7 +99,9 @@ public final class SSEClient {
         if head == nil { head = http.head }
         if http.complete { ended = true }
         if !http.body.isEmpty {
-            ready.append(contentsOf: sse.feed(http.body))
+            for event in sse.feed(http.body) {
+                if event.event == "ready" { readyEvents.append(event) } else { queued.append(event) }
+            }
             http.body.removeAll(keepingCapacity: true)
         }
     }

@@ -2,18 +2,22 @@ import HeraldJSON
 
 /// Writes Server-Sent Events wire format.
 public enum SSEEncoder {
-    /// The first bytes of every stream: a comment, so clients see the stream open at once, and the retry.
+    /// The first bytes of every stream: a comment, so clients see the stream open at once, and the
+    /// retry, in the block of the stream's first event (which follows at once: every stream starts
+    /// with one). A block of `retry:` alone is an empty event to some clients (httpx-sse).
     public static func preamble(retryMilliseconds: Int) -> [UInt8] {
-        Array(": herald stream\nretry: \(retryMilliseconds)\n\n".utf8)
+        Array(": herald stream\nretry: \(retryMilliseconds)\n".utf8)
     }
 
     /// A comment line that keeps an idle connection (and proxies) alive.
     public static let heartbeat: [UInt8] = Array(": heartbeat\n\n".utf8)
 
-    /// `id: N` and a blank line: the client's last event id becomes N, and no event is dispatched
-    /// (WHATWG HTML, "dispatch the event": the id is set before the empty data buffer returns).
+    /// The event a stream with nothing else to send first starts with, `ready`, whose data names the
+    /// id it starts after: every client library records the id of an event with data (sseclient-py and
+    /// launchdarkly-eventsource ignore one of a block without), so one that reconnects before the next
+    /// event still sends `Last-Event-ID` and misses nothing.
     public static func position(id: String) -> [UInt8] {
-        Array("id: \(id)\n\n".utf8)
+        Array("id: \(id)\nevent: ready\ndata: {\"lastEventId\":\"\(id)\"}\n\n".utf8)
     }
 
     /// Appends one message: `id:`, `event:`, then one `data:` line per line of data.
