@@ -45,9 +45,6 @@ enum RouteTable {
             ], headers: [.cacheControl: "no-store"])
         }
         routes.addPage()
-        routes.add(.get, "/openapi.yaml") { _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml", .cacheControl: "no-cache"], body: .bytes(PackageResources.openapi_yaml))
-        }
         return (routes.router, routes.quickReads)
     }
 

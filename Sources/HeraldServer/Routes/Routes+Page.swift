@@ -14,6 +14,8 @@ extension Routes {
             ("/favicon.svg", PageFile(PackageResources.favicon_svg, contentType: "image/svg+xml")),
             // Browsers ask for this one on their own; an SVG there is shown by every current browser.
             ("/favicon.ico", PageFile(PackageResources.favicon_svg, contentType: "image/svg+xml")),
+            // The API's description, with the same validator (a page's policy does not hurt a YAML file).
+            ("/openapi.yaml", PageFile(PackageResources.openapi_yaml, contentType: "application/yaml")),
         ]
         for (path, file) in files {
             add(.get, path) { request in file.response(to: request) }

@@ -93,16 +93,19 @@ struct Routes {
         let journal = journal
         add(.get, pattern) { request in
             var (response, eventID) = try journal.reading { try handler(request) }
+            // The field itself, not the subscript's join of every ETag field (3 % of a GET). A list has
+            // no version of its own: its tag is its bytes' (each page, each language its own).
+            var listTag: String?
+            if !response.headers.contains(where: { $0.name == .eTag }), case .bytes(let bytes) = response.body { listTag = Fingerprint.tag(bytes) }
+            let etag = listTag ?? response.headers.first(where: { $0.name == .eTag })?.value
             // `If-Match` on a read (RFC 9110 §13.1.1): answered only when it names the version read.
-            if request.header(.ifMatch) != nil {
-                try Preconditions(request).require(response.headers.first(where: { $0.name == .eTag })?.value, request.path)
-            }
+            if request.header(.ifMatch) != nil { try Preconditions(request).require(etag, request.path) }
             response.headers.append(HTTPField(name: .heraldEventID, value: String(eventID)))
             // State changes at any moment: a cache must ask again (with its ETag) before it reuses one.
             if response.headers[.cacheControl] == nil { response.headers.append(HTTPField(name: .cacheControl, value: "no-cache")) }
+            if let listTag { response.headers.append(HTTPField(name: .eTag, value: listTag)) }
             // A malformed If-None-Match names no version: the state is sent.
-            // The field itself, not the subscript's join of every ETag field (3 % of a GET).
-            if let etag = response.headers.first(where: { $0.name == .eTag })?.value, Preconditions(request).notModified(etag) {
+            if let etag, Preconditions(request).notModified(etag) {
                 // libmicrohttpd sends the 200's length and never the body (see `PageFile`).
                 response.status = .notModified
                 response.headers[.contentType] = nil
