@@ -37,9 +37,10 @@ def wait_for(port, timeout=15):
     raise RuntimeError(f"nothing listens on {port}")
 
 
-@pytest.fixture
-def nginx(herald):
-    """deploy/nginx/nginx.conf with its upstreams pointed at the Herald, on a free port, without TLS."""
+def nginx_config(herald, caching=False):
+    """deploy/nginx/nginx.conf with its upstreams pointed at the Herald, on a free port, without TLS;
+    with `caching`, a proxy_cache that keeps every 200 for minutes whatever Herald's Cache-Control says
+    (a cache set up to keep what it can), so that only Vary keeps languages apart."""
     text = open(os.path.join(ROOT, "deploy/nginx/nginx.conf")).read()
     port = herald_process.free_port()
     folder = tempfile.mkdtemp(prefix="herald-nginx-")
@@ -49,10 +50,39 @@ def nginx(herald):
     text = re.sub(r"\s*listen 8443[^;]*;", "", text)
     text = re.sub(r"\s*ssl_[a-z_]+ [^;]*;", "", text)
     text = text.replace("worker_processes auto;", "worker_processes 1;")
+    if caching:
+        # nginx's workers (nobody, when run as root) write the cache.
+        os.makedirs(f"{folder}/cache")
+        os.chmod(folder, 0o755)
+        os.chmod(f"{folder}/cache", 0o777)
+        text = text.replace("  upstream herald {", f"  proxy_cache_path {folder}/cache keys_zone=herald:1m;\n  upstream herald {{")
+        text = text.replace("      proxy_pass http://herald;", "      proxy_pass http://herald;\n      proxy_cache herald;\n"
+                            "      proxy_ignore_headers Cache-Control;\n      proxy_cache_valid 200 10m;")
+    return text, port, folder
+
+
+def run_nginx(text, port, folder):
     config = os.path.join(folder, "nginx.conf")
     open(config, "w").write(text)
     process = subprocess.Popen(["nginx", "-c", config, "-p", folder, "-e", "stderr", "-g", "daemon off;"], stderr=subprocess.PIPE)
     wait_for(port)
+    return process
+
+
+@pytest.fixture
+def nginx(herald):
+    text, port, folder = nginx_config(herald)
+    process = run_nginx(text, port, folder)
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def caching_nginx(herald):
+    text, port, folder = nginx_config(herald, caching=True)
+    process = run_nginx(text, port, folder)
     yield port
     process.terminate()
     process.wait(timeout=10)
@@ -141,3 +171,19 @@ def test_haproxy_in_front_of_a_loopback_herald(haproxy, herald):
     while observers() and time.time() < deadline:
         time.sleep(0.1)
     assert observers() == 0, "the observer of a closed client left within 5 s"
+
+
+def test_a_cache_in_front_keeps_languages_apart(caching_nginx, herald):
+    """A trip read in German through a cache, then in English: the English reader gets English."""
+    status, body = request(herald, "POST", "/trips", {"departure": "2015-10-09T13:09:53Z", "arrival": "2015-10-09T13:26:33Z"})
+    trip = json.loads(body)["id"]
+    def get(language):
+        req = urllib.request.Request(f"http://127.0.0.1:{caching_nginx}/trips/{trip}", headers={"Accept-Language": language})
+        with urllib.request.urlopen(req, timeout=10) as answer:
+            return answer.read()
+    german, again = get("de-DE"), get("de-DE")
+    english = get("en-US")
+    direct = urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{herald}/trips/{trip}", headers={"Accept-Language": "en-US"}),
+                                    timeout=10).read()
+    assert german == again and german != english, "the cache keeps one copy per language"
+    assert english == direct, f"the English reader got {english[:200]!r}"
