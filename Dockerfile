@@ -34,5 +34,6 @@ EXPOSE 8080
 # (SIGTERM, --drain-seconds) reports unhealthy, so traffic moves before its streams end.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HERALD_PORT} && printf 'GET /health/ready HTTP/1.0\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
+LABEL org.opencontainers.image.title="Herald" org.opencontainers.image.version="0.1.0"
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/herald"]

@@ -34,11 +34,11 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "Days an event is kept for replay; 0 keeps them whatever their age (env HERALD_HISTORY_DAYS).")
     var historyDays: Int = Environment.int("HERALD_HISTORY_DAYS") ?? 7
 
-    @Option(help: "Directory of the embedded SQLite store (env HERALD_DATA_DIR).")
-    var dataDir: String = Environment.string("HERALD_DATA_DIR") ?? "./herald-data"
+    @Option(help: "Directory of the embedded SQLite store; default ./herald-data (env HERALD_DATA_DIR).")
+    var dataDir: String?
 
     @Option(help: "Keep state in PostgreSQL instead of the data directory: a libpq URL such as postgres://herald@db:5432/herald (env HERALD_STORE).")
-    var store: String? = Environment.string("HERALD_STORE")
+    var store: String?
 
     @Flag(help: "Store nothing: an ephemeral server that forgets everything when it stops (env HERALD_IN_MEMORY=1).")
     var inMemory: Bool = Environment.flag("HERALD_IN_MEMORY")
@@ -59,7 +59,7 @@ struct HeraldServe: ParsableCommand {
     var corsOrigin: String = Environment.string("HERALD_CORS_ORIGIN") ?? "*"
 
     @Option(help: "Host names requests may carry in Host, comma-separated (name, name:port, or name:* for any port), or *; others get 421. Default when listening on loopback: 127.0.0.1, localhost and [::1], on any port (so a proxy on this machine may pass its own Host on), and nothing else (a name another site points at 127.0.0.1 is refused); elsewhere any host (env HERALD_ALLOWED_HOSTS).")
-    var allowedHosts: String? = Environment.string("HERALD_ALLOWED_HOSTS")
+    var allowedHosts: String?
 
     @Option(help: "trace, debug, info, notice, warning, error or critical (env HERALD_LOG_LEVEL).")
     var logLevel: String = Environment.string("HERALD_LOG_LEVEL") ?? "info"
@@ -68,13 +68,13 @@ struct HeraldServe: ParsableCommand {
     var noExamples: Bool = Environment.flag("HERALD_NO_EXAMPLES")
 
     @Option(help: "HS256 secret (at least 32 bytes) that tokens are signed with; with a key, changes and streams need a token. Prefer --jwt-key-file: a command line is visible to other users (env HERALD_JWT_KEY).")
-    var jwtKey: String? = Environment.string("HERALD_JWT_KEY")
+    var jwtKey: String?
 
     @Option(help: "File holding the HS256 secret; a trailing newline is not part of it (env HERALD_JWT_KEY_FILE).")
-    var jwtKeyFile: String? = Environment.string("HERALD_JWT_KEY_FILE")
+    var jwtKeyFile: String?
 
     @Option(help: "PEM public key (EC P-256 for ES256, or RSA for RS256) that tokens are checked with (env HERALD_JWT_PUBLIC_KEY_FILE).")
-    var jwtPublicKeyFile: String? = Environment.string("HERALD_JWT_PUBLIC_KEY_FILE")
+    var jwtPublicKeyFile: String?
 
     @Option(help: "Seconds before a stream's token expires that it gets token-expiring, to renew it (env HERALD_TOKEN_WARNING_SECONDS).")
     var tokenWarningSeconds: Int = Environment.int("HERALD_TOKEN_WARNING_SECONDS") ?? 60
@@ -92,7 +92,7 @@ struct HeraldServe: ParsableCommand {
     var streamsPerAddress: Int = Environment.int("HERALD_STREAMS_PER_ADDRESS") ?? 100
 
     @Option(help: "SSE streams held in all; more get 503. Default: the open-file limit less a reserve (env HERALD_MAX_STREAMS).")
-    var maxStreams: Int? = Environment.int("HERALD_MAX_STREAMS")
+    var maxStreams: Int?
 
     @Option(help: "Threads that write the SSE streams, each with its own epoll set and share of the streams (1 to 64). Default: the cores Herald may run on, its CPU affinity (env HERALD_STREAM_THREADS).")
     var streamThreads: Int = Environment.int("HERALD_STREAM_THREADS") ?? StreamEngine.defaultThreads
@@ -119,7 +119,7 @@ struct HeraldServe: ParsableCommand {
     var maxUrlBytes: Int = Environment.int("HERALD_MAX_URL_BYTES") ?? 8192
 
     @Option(help: "Proxy addresses or CIDR ranges, comma-separated, whose X-Forwarded-For names the client (env HERALD_TRUSTED_PROXY).")
-    var trustedProxy: String? = Environment.string("HERALD_TRUSTED_PROXY")
+    var trustedProxy: String?
 
     @Option(help: "text, or json: one JSON object per line for log collectors (env HERALD_LOG_FORMAT).")
     var logFormat: String = Environment.string("HERALD_LOG_FORMAT") ?? "text"
@@ -131,17 +131,37 @@ struct HeraldServe: ParsableCommand {
     var noMetrics: Bool = Environment.flag("HERALD_NO_METRICS")
 
     @Option(help: "Serve /metrics on this address only, not on the public listener; with --metrics-port (env HERALD_METRICS_HOST).")
-    var metricsHost: String? = Environment.string("HERALD_METRICS_HOST")
+    var metricsHost: String?
 
     @Option(help: "Serve /metrics on this port only, not on the public listener; 0 picks a free one (env HERALD_METRICS_PORT).")
-    var metricsPort: Int? = Environment.int("HERALD_METRICS_PORT")
+    var metricsPort: Int?
 
     @Option(help: "Seconds between SIGTERM and the streams' end, while /health/ready answers 503 so a balancer stops sending; SIGINT (Ctrl-C) or a second signal stops at once (env HERALD_DRAIN_SECONDS).")
     var drainSeconds: Int = Environment.int("HERALD_DRAIN_SECONDS") ?? 2
 
     /// Every range is one the server can run with: a heartbeat in milliseconds fits an Int32, a queue
     /// or a pool fits in memory.
-    func validate() throws {
+    /// Fills what the command line left out from the environment (an optional option with a default
+    /// is deprecated in swift-argument-parser), then checks every value.
+    mutating func validate() throws {
+        store = store ?? Environment.string("HERALD_STORE")
+        allowedHosts = allowedHosts ?? Environment.string("HERALD_ALLOWED_HOSTS")
+        jwtKey = jwtKey ?? Environment.string("HERALD_JWT_KEY")
+        jwtKeyFile = jwtKeyFile ?? Environment.string("HERALD_JWT_KEY_FILE")
+        jwtPublicKeyFile = jwtPublicKeyFile ?? Environment.string("HERALD_JWT_PUBLIC_KEY_FILE")
+        maxStreams = maxStreams ?? Environment.int("HERALD_MAX_STREAMS")
+        trustedProxy = trustedProxy ?? Environment.string("HERALD_TRUSTED_PROXY")
+        metricsHost = metricsHost ?? Environment.string("HERALD_METRICS_HOST")
+        metricsPort = metricsPort ?? Environment.int("HERALD_METRICS_PORT")
+        // Named on the command line, a data directory beside --in-memory or --store is a mistake; from the
+        // environment (a container's HERALD_DATA_DIR) it is only the default they replace.
+        if let dataDir, inMemory {
+            throw ValidationError("give one of --in-memory and --data-dir (\(dataDir)): in memory, nothing is stored anywhere")
+        }
+        if let dataDir, store != nil {
+            throw ValidationError("give one of --store and --data-dir (\(dataDir)): with --store, state is kept in PostgreSQL")
+        }
+        dataDir = dataDir ?? Environment.string("HERALD_DATA_DIR")
         if let bad = Environment.numbers.first(where: { Environment.string($0) != nil && Environment.int($0) == nil }) {
             throw ValidationError("\(bad) must be a whole number, not '\(Environment.string(bad) ?? "")'")
         }
@@ -256,7 +276,7 @@ struct HeraldServe: ParsableCommand {
         configuration.history = history
         configuration.historyBytes = historyBytes
         configuration.historyDays = historyDays > 0 ? historyDays : nil
-        configuration.dataDirectory = inMemory || store != nil ? nil : dataDir
+        configuration.dataDirectory = inMemory || store != nil ? nil : dataDir ?? "./herald-data"
         configuration.postgresURL = store
         configuration.synchronous = Synchronous(rawValue: sync) ?? .normal
         configuration.observerQueueLimit = observerQueue

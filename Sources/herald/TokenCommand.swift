@@ -16,10 +16,10 @@ struct TokenCommand: ParsableCommand {
             """)
 
     @Option(help: "The HS256 secret the server was given (env HERALD_JWT_KEY).")
-    var key: String? = ProcessInfo.processInfo.environment["HERALD_JWT_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+    var key: String?
 
     @Option(help: "File holding the HS256 secret (env HERALD_JWT_KEY_FILE).")
-    var keyFile: String? = ProcessInfo.processInfo.environment["HERALD_JWT_KEY_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+    var keyFile: String?
 
     @Option(help: "PEM private key (EC P-256 for ES256, or RSA for RS256) whose public key the server was given.")
     var privateKeyFile: String?
@@ -36,7 +36,13 @@ struct TokenCommand: ParsableCommand {
     @Option(help: "How long the token is valid: 90s, 15m, 1h, 7d, or seconds.")
     var ttl: String = "1h"
 
-    func validate() throws {
+    /// A key named on the command line wins; else the server's own variables name it. (An optional
+    /// option with a default is deprecated in swift-argument-parser: the environment is read here.)
+    mutating func validate() throws {
+        if key == nil, keyFile == nil, privateKeyFile == nil {
+            key = Environment.string("HERALD_JWT_KEY")
+            keyFile = Environment.string("HERALD_JWT_KEY_FILE")
+        }
         guard [key, keyFile, privateKeyFile].compactMap({ $0 }).count == 1 else {
             throw ValidationError("give one of --key, --key-file and --private-key-file")
         }

@@ -330,3 +330,32 @@ extension ProcessTests {
         #expect(try exitStatus(["--allowed-hosts", ":*"]) == 64)
     }
 }
+
+extension ProcessTests {
+    /// One version everywhere: `herald --version`, `/health`, `herald_server_info`, `openapi.yaml`'s
+    /// `info.version` and the container's label.
+    @Test func theVersionIsTheSameEverywhere() throws {
+        let version = try output(["--version"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(version.split(separator: ".").count == 3 && version.allSatisfy { $0.isNumber || $0 == "." }, "\(version)")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let openapi = try String(contentsOf: root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
+        #expect(openapi.contains("\n  version: \(version)\n"), "openapi.yaml's info.version")
+        let dockerfile = try String(contentsOf: root.appendingPathComponent("Dockerfile"), encoding: .utf8)
+        #expect(dockerfile.contains(#"org.opencontainers.image.version="\#(version)""#), "the container's label")
+        let herald = try HeraldProcess(arguments: ["--no-examples"])
+        let client = HTTPClient(port: herald.port)
+        #expect(try client.get("/health").json["version"] as? String == version)
+        #expect(try client.get("/metrics").text.contains(#"herald_server_info{version="\#(version)"} 1"#))
+        #expect(herald.log.text.contains("store in memory"), "an in-memory start says so")
+    }
+
+    /// A data directory named beside --in-memory or --store is refused, saying which; from the
+    /// environment (a container's HERALD_DATA_DIR) it is only the default they replace.
+    @Test func aDataDirectoryBesideAnotherStoreIsRefused() throws {
+        #expect(try output(["--in-memory", "--data-dir", "/tmp/x", "--port", "0"]).contains("give one of --in-memory and --data-dir"))
+        #expect(try exitStatus(["--data-dir", "/tmp/x"]) == 64, "--in-memory (exitStatus adds it) and --data-dir")
+        #expect(try exitStatus(["--port", "0"], environment: ["HERALD_DATA_DIR": "/tmp/herald-never-made"]) == -1,
+                "HERALD_DATA_DIR beside --in-memory: it runs (in memory)")
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/herald-never-made"))
+    }
+}

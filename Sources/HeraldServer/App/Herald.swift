@@ -64,7 +64,10 @@ public final class Herald: Sendable {
         if let store {
             logger.info("store opened", metadata: [
                 "store.location": "\(store.location)", "store.sequence": "\(stored.lastSequence)", "store.events": "\(stored.events.count)",
+                "store.records": "\(stored.records.values.reduce(0) { $0 + $1.count })", "store.auctions": "\(stored.auctions.count)",
             ])
+        } else {
+            logger.info("store in memory: nothing is kept when Herald stops", metadata: ["store.location": "memory"])
         }
         // The journal declares the collections, whose members' changes in the history then read as such.
         let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)

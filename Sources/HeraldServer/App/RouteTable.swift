@@ -26,7 +26,8 @@ enum RouteTable {
         routes.add(.get, "/changes") { request in try changes.answer(request) }
         routes.add(.get, "/health") { _ in
             .json([
-                "status": "ok", "observers": .integer(hub.observerCount), "subjects": .integer(hub.subjects.count),
+                "status": "ok", "version": .string(HeraldVersion.current), "observers": .integer(hub.observerCount),
+                "subjects": .integer(hub.subjects.count),
                 "lastEventId": .string(String(hub.lastEventId)),
                 "uptimeSeconds": .integer(Int(startedAt.duration(to: .now).components.seconds)),
             ], headers: [.cacheControl: "no-store"])

@@ -171,6 +171,8 @@ public final class Metrics: Sendable {
 
     /// The Prometheus text format, with the state read now.
     func render(_ state: State) -> [UInt8] {
+        registry.makeGauge(descriptor: Metrics.describe("herald_server_info", "1, with the server's version as a label."),
+                           labels: [("version", HeraldVersion.current)]).set(Double(1))
         registry.makeGauge(descriptor: Metrics.describe("herald_streams_open", "SSE streams open.")).set(Double(state.streamsOpen))
         for kind in ["auctions", "currency", "trips", "units", "notifications"] {
             registry.makeGauge(descriptor: Metrics.describe("herald_observers", "Observers by subject kind; an observer of several subjects counts in each."), labels: [("kind", kind)])
