@@ -359,3 +359,22 @@ extension ProcessTests {
         #expect(!FileManager.default.fileExists(atPath: "/tmp/herald-never-made"))
     }
 }
+
+extension ProcessTests {
+    /// A port that cannot be had says why: in use, or an address that is not this machine's.
+    @Test func aPortThatCannotBeHadSaysWhy() throws {
+        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(holder) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
+                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, length) == 0 && listen(holder, 1) == 0
+                && getsockname(holder, $0, &length) == 0 }
+        }
+        #expect(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        #expect(try output(["--in-memory", "--port", String(port)]).contains("the port is in use by another program"))
+        #expect(try output(["--in-memory", "--host", "192.0.2.1", "--port", "0"]).contains("not one of this machine's"))
+    }
+}

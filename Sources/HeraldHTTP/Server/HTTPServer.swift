@@ -134,7 +134,7 @@ public final class HTTPServer: Sendable {
         guard let raw = cmhd_start_daemon(settings, HTTPServer.accessCallback, context.toOpaque(),
                                           HTTPServer.completedCallback, context.toOpaque()) else {
             context.release()
-            throw HTTPServerError("cannot listen on \(configuration.host):\(configuration.port) (in use, or not allowed)")
+            throw HTTPServerError("cannot listen on \(configuration.host):\(configuration.port): \(Self.whyNotBound(address.pointee))")
         }
         daemon.withLock { $0 = Daemon(raw: raw) }
         let port = Int(cmhd_bound_port(raw))
@@ -208,6 +208,23 @@ public final class HTTPServer: Sendable {
         guard excess > 0 else { return }
         let closed = connections.closeIdle(excess)
         if closed > 0 { logger.debug("idle connections closed to make room", metadata: ["http.closed": "\(closed)"]) }
+    }
+
+    /// Why the listener could not start, found by binding the address once more (libmicrohttpd keeps
+    /// its `errno` to itself): in use, not permitted, or not this machine's.
+    static func whyNotBound(_ address: addrinfo) -> String {
+        let probe = socket(address.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+        guard probe >= 0 else { return "no socket could be made (\(String(cString: strerror(errno))))" }
+        defer { close(probe) }
+        var on: Int32 = 1
+        _ = setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(probe, address.ai_addr, address.ai_addrlen) != 0 else { return "libmicrohttpd could not start (the address binds)" }
+        switch errno {
+        case EADDRINUSE: return "the port is in use by another program (stop it, or choose another --port)"
+        case EACCES: return "not permitted: a port below 1024 needs root or CAP_NET_BIND_SERVICE (choose --port 1024 or above)"
+        case EADDRNOTAVAIL: return "the address is not one of this machine's (see --host)"
+        default: return String(cString: strerror(errno))
+        }
     }
 
     /// The open-file limit less a reserve for the store, logs and timers.
