@@ -165,6 +165,10 @@ import Testing
         #expect(german.header("Vary")?.contains("Accept-Language") == true && english.header("Vary")?.contains("Accept-Language") == true)
         #expect(try client.get("/trips").header("Vary")?.contains("Accept-Language") == true)
         #expect(german.text != english.text, "the answers differ by language")
+        #expect(german.header("Content-Language") == "de-DE" && english.header("Content-Language") == "en-US")
+        // A language Herald has no strings for is answered in the fallback, and says so.
+        let japanese = try client.get("/trips/\(trip)", headers: [("Accept-Language", "ja-JP")])
+        #expect(japanese.header("Content-Language") == "en-US" && japanese.text == english.text)
         let (de, en) = (try #require(german.header("ETag")), try #require(english.header("ETag")))
         #expect(de != en, "so do their tags")
         // A cache that revalidates the German copy for an English reader gets the English answer.

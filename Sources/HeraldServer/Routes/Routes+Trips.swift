@@ -12,7 +12,7 @@ extension Routes {
             let new = try NewTrip(json: try request.json()), locale = request.locale
             return { () throws(DomainError) in
                 let trip = try trips.create(new)
-                return .json(trip.json(locale: locale), status: .created, headers: [.location: "/trips/\(trip.id)", .vary: "Accept-Language"])
+                return .json(trip.json(locale: locale), status: .created, headers: [.location: "/trips/\(trip.id)"] + Self.language(locale))
             }
         }
         read("/trips") { request in
@@ -27,14 +27,14 @@ extension Routes {
             let page = paging.page(trips.trips(after: try paging.numericAfter()).filter { delayed == nil || $0.delayed == delayed })
             var response = paging.response("trips", page.entries.map { $0.json(locale: locale) }, more: page.more,
                                             lastKey: page.entries.last?.id, request: request)
-            response.headers.append(HTTPField(name: .vary, value: "Accept-Language"))
+            response.headers.append(contentsOf: Self.language(locale))
             return response
         }
         add(.get, "/trips/events") { request in try events.streamCollection(request, TripBoard.collectionTopic) }
         read("/trips/{id}") { request in
             let trip = try trips.get(request.parameter("id"))
             let locale = request.locale
-            return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: [.vary: "Accept-Language"])
+            return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: Self.language(locale))
         }
         let replicated = replicated
         write(.patch, "/trips/{id}", topic: "trips/{id}") { request, _ in
@@ -45,7 +45,7 @@ extension Routes {
             return { () throws(DomainError) in
                 try conditions.check(trips.latest(id).map { EntityTag.of($0, locale: locale) }, "trip '\(id)'")
                 let trip = try trips.setActualDeparture(id, to: patch.actualDeparture)
-                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: [.vary: "Accept-Language"])
+                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: Self.language(locale))
             }
         }
         write(.post, "/trips/{id}/delay", topic: "trips/{id}") { request, _ in
@@ -56,11 +56,20 @@ extension Routes {
             return { () throws(DomainError) in
                 try conditions.check(trips.latest(id).map { EntityTag.of($0, locale: locale) }, "trip '\(id)'")
                 let trip = try trips.delay(id, bySeconds: delay.seconds)
-                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: [.vary: "Accept-Language"])
+                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: Self.language(locale))
             }
         }
         add(.get, "/trips/{id}/events") { request in
             try events.stream(request, topics: [TripBoard.topic(request.parameter("id"))])
         }
+    }
+}
+
+extension Routes {
+    /// What a trip's answer says of its language: that it depends on `Accept-Language` (`Vary`), and
+    /// the language it is in (`Content-Language`): the fallback, en-US, when Herald has no strings in
+    /// the one asked for.
+    static func language(_ locale: Locale) -> HTTPFields {
+        [.vary: "Accept-Language", .contentLanguage: locale.identifier.replacingOccurrences(of: "_", with: "-")]
     }
 }
