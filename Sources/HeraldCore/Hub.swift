@@ -494,6 +494,13 @@ public final class Hub: Sendable {
                 state.order += 1
                 keep(Event(id: event.id, order: state.order, topic: event.topic, name: event.name, data: event.data,
                            tags: event.tags, encoder: encoder, itemName: Self.itemName(above: event.topic, in: state)), in: &state)
+                // Each subject's last event, and its collection's, as publishing it set them (`/subjects`).
+                var cursor = Substring(event.topic)
+                while true {
+                    state.subjects[String(cursor), default: Subject()].lastEventId = event.id
+                    guard let slash = cursor.lastIndex(of: "/") else { break }
+                    cursor = cursor[..<slash]
+                }
             }
             state.sequence = max(lastSequence, events.last?.id ?? 0, state.sequence)
         }

@@ -32,13 +32,19 @@ func temporaryDataDirectory() -> String { temporaryDirectory("herald-data") }
             _ = try client.request("DELETE", "/units/scout")
             _ = try client.post("/trips/1/delay", #"{"deltaSeconds":120}"#)
             lastId = try #require(try client.post("/notifications/ping", #"{}"#).json["id"] as? String)
-            for path in ["/auctions", "/auctions/\(auction)/bids", "/currency", "/units", "/trips"] {
+            for path in ["/auctions", "/auctions/\(auction)/bids", "/currency", "/units", "/trips", "/subjects"] {
                 before[path] = try client.get(path).text
             }
+            first.close()
+            // Nobody watches: /subjects lists what it listed, with its observer gone.
+            #expect(eventually { (try? server.observers(of: "auctions/\(auction)")) == 0 })
+            before["/subjects"] = try client.get("/subjects").text
         }
         let server = try TestHerald(examples: true, dataDirectory: directory)
         defer { server.stop() }
         let client = server.client()
+        let currency = (try client.get("/subjects").json["subjects"] as? [[String: Any]])?.first { $0["topic"] as? String == "currency" }
+        #expect(currency?["lastEventId"] as? String != "0", "each subject keeps its last event id across a restart: \(String(describing: currency))")
         for (path, text) in before {
             let after = try client.get(path).text
             #expect(after == text, "\(path) after the restart")
