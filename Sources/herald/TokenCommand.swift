@@ -33,7 +33,7 @@ struct TokenCommand: ParsableCommand {
     @Option(parsing: .singleValue, help: "A topic pattern the token may watch (repeat for more).")
     var subscribe: [String] = []
 
-    @Option(help: "How long the token is valid: 90s, 15m, 1h, 7d, or seconds.")
+    @Option(help: "How long the token is valid, from 1 second to 366 days: 90s, 15m, 1h, 7d, or seconds.")
     var ttl: String = "1h"
 
     /// A key named on the command line wins; else the server's own variables name it. (An optional
@@ -46,7 +46,10 @@ struct TokenCommand: ParsableCommand {
         guard [key, keyFile, privateKeyFile].compactMap({ $0 }).count == 1 else {
             throw ValidationError("give one of --key, --key-file and --private-key-file")
         }
-        guard Self.seconds(ttl) != nil else { throw ValidationError("--ttl must be a number of seconds, or one with s, m, h or d (90s, 15m, 1h, 7d)") }
+        guard Self.seconds(ttl) != nil else {
+            throw ValidationError("--ttl must be from 1 second to 366 days, written as seconds or with s, m, h or d (90s, 15m, 1h, 7d, 366d), "
+                                  + "not '\(ttl)'")
+        }
         guard publish.count + subscribe.count > 0 else { throw ValidationError("name at least one --publish or --subscribe pattern") }
     }
 

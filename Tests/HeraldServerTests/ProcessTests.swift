@@ -332,6 +332,14 @@ extension ProcessTests {
 }
 
 extension ProcessTests {
+    /// A token's lifetime out of range says the range.
+    @Test func aTokensLifetimeOutOfRangeSaysTheRange() throws {
+        for ttl in ["0", "3650d", "0s", "forever"] {
+            let said = try output(["token", "--key", "0123456789abcdef0123456789abcdef", "--sub", "a", "--publish", "*", "--ttl", ttl])
+            #expect(said.contains("from 1 second to 366 days") && said.contains("'\(ttl)'"), "\(ttl): \(said)")
+        }
+    }
+
     /// One version everywhere: `herald --version`, `/health`, `herald_server_info`, `openapi.yaml`'s
     /// `info.version` and the container's label.
     @Test func theVersionIsTheSameEverywhere() throws {
