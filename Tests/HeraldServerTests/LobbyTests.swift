@@ -248,6 +248,26 @@ func essence(_ collection: String, _ member: [String: Any]) -> String {
         #expect(!metrics.contains(#"reason="token expired""#))
     }
 
+    /// From no position, `/changes` answers the topics' snapshots, as a stream starts with them, and the
+    /// id they reflect; the next request after it misses nothing. `snapshot=false`: only the id.
+    @Test func changesFromNoPositionStartWithTheSnapshots() throws {
+        let server = try TestHerald(examples: true)
+        defer { server.stop() }
+        let client = server.client()
+        let first = try client.get("/changes?topic=currency&topic=auctions;status=open").json
+        let events = try #require(first["events"] as? [[String: Any]])
+        #expect(events.map { $0["event"] as? String } == ["snapshot", "snapshot"], "\(events)")
+        #expect(events.compactMap { ($0["data"] as? [String: Any])?["topic"] as? String } == ["currency", "auctions"])
+        let last = try #require(first["last"] as? String)
+        #expect(events.allSatisfy { $0["id"] as? String == last })
+        #expect(try client.put("/currency", #"{"default":"euro"}"#).status == 200)
+        let next = try client.get("/changes?topic=currency&topic=auctions;status=open&after=\(last)").json
+        #expect((next["events"] as? [[String: Any]])?.map { $0["event"] as? String } == ["currency"])
+        let bare = try client.get("/changes?topic=currency&snapshot=false").json
+        #expect((bare["events"] as? [Any])?.isEmpty == true && bare["last"] as? String != nil)
+        #expect(try client.get("/changes?topic=currency&snapshot=maybe").status == 400)
+    }
+
     @Test func aHeldChangesRequestWhoseClientHalfClosesIsAnsweredAtOnce() throws {
         let server = try TestHerald()
         defer { server.stop() }

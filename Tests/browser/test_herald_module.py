@@ -150,9 +150,10 @@ def test_a_token_that_expires_is_renewed_without_the_stream_closing(secured):
 
 class BufferingProxy:
     """A proxy that holds every stream back (as a buffering proxy does: no byte of /events ever comes)
-    and passes every other request through to Herald."""
+    and passes every other request through to Herald. With `head`, it sends a stream's head at once
+    and holds its body (as antivirus and corporate proxies do)."""
 
-    def __init__(self, target):
+    def __init__(self, target, head=False):
         import http.server
         import threading
 
@@ -162,7 +163,14 @@ class BufferingProxy:
 
             def do_GET(self):
                 if self.path.startswith("/events"):
-                    time.sleep(60)  # nothing, until the client gives up
+                    if head:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/event-stream")
+                        self.send_header("Cache-Control", "no-store")
+                        self.send_header("Access-Control-Allow-Origin", "*")
+                        self.end_headers()
+                        self.wfile.flush()
+                    time.sleep(60)  # no byte of the body, until the client gives up
                     return
                 request = urllib.request.Request(target + self.path, headers={"Origin": self.headers.get("Origin", "")})
                 try:
@@ -221,3 +229,68 @@ def test_behind_a_proxy_that_holds_streams_back_the_module_long_polls(server):
 def server_last_id(server):
     with urllib.request.urlopen(server.origin + "/currency", timeout=5) as response:
         return response.headers["Herald-Event-ID"]
+
+
+def module_page(browser, origin, script, *arguments):
+    """Runs `script` on a page of Herald's origin with the module imported as `Herald` (arguments[0])."""
+    browser.get(origin + "/health")  # a page of Herald's origin: JSON is shown, not downloaded
+    browser.execute_script("""
+        window.seen = []; window.errors = [];
+        const run = new Function("Herald", "args", arguments[1]);
+        import(arguments[0]).then(({ Herald }) => run(Herald, Array.from(arguments).slice(2)));
+    """, origin + "/herald.js", script, *arguments)
+
+
+def test_behind_a_proxy_that_passes_the_head_and_holds_the_body_the_module_long_polls(server):
+    proxy = BufferingProxy(server.origin, head=True)
+    browser = make_browser()
+    try:
+        module_page(browser, server.origin, """
+            const h = new Herald({ url: args[0], share: false, heartbeatSeconds: 1 });
+            window.moduleHerald = h;
+            h.subscribe(["notifications/held"], (event) => window.seen.push(event), { after: args[1] });
+        """, proxy.origin, server_last_id(server))
+        wait(browser, lambda: browser.execute_script("return window.moduleHerald && window.moduleHerald.transport") == "long-poll",
+             30, "the module falls back to long-polling though the head came")
+        server.request("POST", "/notifications/held", {"userInfo": {"n": 1}})
+        wait(browser, lambda: browser.execute_script("return window.seen.length") == 1, 30, "the event comes through /changes")
+    finally:
+        browser.quit()
+        proxy.stop()
+
+
+def test_long_polling_from_no_position_starts_with_the_snapshots_and_misses_nothing(server):
+    server.request("PUT", "/currency", {"default": "euro"})
+    browser = make_browser()
+    try:
+        module_page(browser, server.origin, """
+            const h = new Herald({ url: args[0], share: false, transport: "long-poll" });
+            window.moduleHerald = h;
+            h.subscribe(["currency"], (event) => window.seen.push(event));
+        """, server.origin)
+        wait(browser, lambda: browser.execute_script("return window.seen.length") >= 1, 30, "a first event")
+        first = browser.execute_script("return window.seen[0]")
+        assert first["event"] == "snapshot" and first["data"]["default"] == "euro", first
+        server.request("PUT", "/currency", {"default": "gramGold"})
+        wait(browser, lambda: browser.execute_script("return window.seen.length") >= 2, 30, "the change after it")
+        second = browser.execute_script("return window.seen[1]")
+        assert second["event"] == "currency" and second["data"]["default"] == "gramGold", second
+    finally:
+        browser.quit()
+
+
+def test_a_refused_token_is_reported_once_per_streak(secured):
+    browser = make_browser()
+    try:
+        module_page(browser, secured.origin, """
+            const h = new Herald({ url: args[0], share: false, token: async () => "not-a-token" });
+            h.on("error", (error) => window.errors.push(error.message));
+            h.subscribe(["currency"], (event) => window.seen.push(event));
+        """, secured.origin)
+        # Refusals at about 0, 2, 6 and 14 s: it was reported at the second and at every one after it.
+        wait(browser, lambda: browser.execute_script("return window.errors.length") >= 1, 30, "the refusal is reported")
+        time.sleep(15)
+        errors = browser.execute_script("return window.errors")
+        assert len(errors) == 1, errors
+    finally:
+        browser.quit()

@@ -36,8 +36,13 @@ struct Changes: Sendable {
             wait = seconds
         }
         guard let text = request.query("after") else {
-            // No position yet: the answer says where to start (read the state, then ask after it).
-            return ChangesPoll.response([], last: events.hub.lastEventId)
+            // No position yet: the topics' snapshots, as a stream starts with them, and where to go on
+            // from (`snapshot=false`: only where, after reading the state some other way).
+            switch request.query("snapshot") {
+            case "false", "0": return ChangesPoll.response([], last: events.hub.lastEventId)
+            case nil, "true", "1": return snapshots(of: topics, filters: filters)
+            case let other?: throw Problem(status: .badRequest, detail: "snapshot must be true or false, not '\(RequestGuard.printable(other))'")
+            }
         }
         guard text.isASCIIDigits, text.utf8.count <= 20, let after = UInt64(text) else {
             throw Problem(status: .badRequest, detail: "after must be an event id (digits), not '\(RequestGuard.printable(text))'")
@@ -58,6 +63,18 @@ struct Changes: Sendable {
             return poll.answer(final: true) ?? ChangesPoll.response([], last: after)
         }
         return .held(poll)
+    }
+}
+
+extension Changes {
+    /// The snapshots a stream of `topics` starts with (a large collection's in several pieces), and the
+    /// id they reflect: the `after` of the next request.
+    func snapshots(of topics: [String], filters: [String: CollectionFilter]) -> Response {
+        // Every first event is queued when it subscribes: one poll takes them all.
+        let subscription = events.hub.subscribe(to: topics, collections: filters, resume: .now(snapshot: true), queueLimit: .max)
+        defer { subscription.cancel() }
+        guard case .events(let taken) = subscription.poll() else { return ChangesPoll.response([], last: subscription.startedAt) }
+        return ChangesPoll.response(taken.filter { $0.name == .snapshot }, last: subscription.startedAt)
     }
 }
 

@@ -15,8 +15,11 @@
 // without reconnecting; after `expired` it reconnects with a fresh token. A refused token is reported
 // once to `onError`, never retried in a loop.
 //
-// When no byte arrives within two heartbeats of opening (a buffering proxy), the leader falls back to
-// long-polling GET /changes. `transport` says which one is in use.
+// When no event arrives within two heartbeats of opening (a buffering proxy, which may pass the head
+// and hold the body), the leader falls back to long-polling GET /changes, from the last id any tab
+// saw, or, from no position, from the subjects' snapshots (which /changes without `after` answers):
+// no state is lost in either transport, and a `resync` is followed by snapshots in both. `transport`
+// says which one is in use.
 "use strict";
 
 const CHANNEL_VERSION = 1;
@@ -169,6 +172,8 @@ export class Herald {
       if (repeat && message.event !== "snapshot" && message.event !== "resync") return;
       if (!repeat) this.lastId = message.id;
     }
+    // `ready` only says where the stream starts: every tab keeps its id, no subscriber hears of it.
+    if (message.event === "ready") return;
     if (message.to && !message.to.includes(this.tab)) return;
     const data = typeof message.data === "string" ? safeParse(message.data) : message.data;
     for (const subscription of this.subscriptions) {
@@ -337,11 +342,9 @@ export class Herald {
     };
     clearTimeout(this.silenceTimer);
     this.silenceTimer = setTimeout(silence, 2 * this.heartbeatSeconds * 1000);
-    source.onopen = () => {
-      heard = true;
-      this.failures = 0;
-      this.setStatus({ connection: "connected" });
-    };
+    // The head alone is no proof: a proxy may pass it at once and hold the body. The stream counts as
+    // heard at its first event (every stream starts with one: its snapshots, or `ready`).
+    source.onopen = () => { this.failures = 0; };
     source.onerror = () => {
       if (this.source !== source) return;
       if (source.readyState === EventSource.CLOSED) {
@@ -350,7 +353,9 @@ export class Herald {
         this.source = null;
         this.failures += 1;
         this.setStatus({ connection: "reconnecting" });
-        if (this.failures >= 2) this.fail(new Error("Herald refused the stream (is the token still valid?)"));
+        // Reported once for each streak of refusals (the first may be an expired token, which a fresh
+        // one mends): not again at every retry.
+        if (this.failures === 2) this.fail(new Error("Herald refused the stream (is the token still valid?)"));
         setTimeout(() => { if (this.openTopics === topics) this.restart(); }, Math.min(30000, 1000 * 2 ** this.failures));
       } else {
         this.setStatus({ connection: "reconnecting" });
@@ -358,7 +363,11 @@ export class Herald {
     };
     const handle = (name) => source.addEventListener(name, (message) => {
       if (this.source !== source) return;
-      heard = true;
+      if (!heard) {
+        heard = true;
+        this.failures = 0;
+        this.setStatus({ connection: "connected" });
+      }
       let to;
       if (name === "resync") resynced = true;
       if (name === "snapshot" && this.lastId && !resynced && snapshotTabs.size > 0) {
@@ -511,5 +520,5 @@ function safeParse(text) {
 }
 
 /** Every event name Herald sends on a stream. */
-const EVENT_NAMES = ["snapshot", "resync", "bid", "tick", "closed", "auction", "currency", "trip", "unit", "removed", "left",
+const EVENT_NAMES = ["ready", "snapshot", "resync", "bid", "tick", "closed", "auction", "currency", "trip", "unit", "removed", "left",
   "notification", "joined", "watchers", "stream", "token-expiring", "expired", "message"];
