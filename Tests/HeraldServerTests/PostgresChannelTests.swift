@@ -20,13 +20,8 @@ struct PostgresChannelTests {
         try TestPostgres.run("CREATE ROLE \(role) LOGIN")
         let spyURL = url.replacingOccurrences(of: "postgres://postgres@", with: "postgres://\(role)@")
         let clock = ManualClock(now: Date())
-        let holder = try await TestHerald.secured(examples: false, clock: clock) { configuration in
-            configuration.postgresURL = url
-            configuration.http.streamClock = clock
-        }
-        defer { holder.stop() }
-        let other = try await TestHerald.secured(examples: false) { $0.postgresURL = url }
-        defer { other.stop() }
+        let (holder, other) = try await PostgresReplicaTests.securedPair(url, clock: clock)
+        defer { holder.stop(); other.stop() }
 
         let spy = try TestPostgres.Session(on: spyURL)
         #expect(throws: (any Error).self, "the spy cannot read the channel key") { try spy.run("SELECT key FROM herald_channel_key") }

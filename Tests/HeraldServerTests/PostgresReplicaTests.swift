@@ -13,6 +13,21 @@ struct PostgresReplicaTests {
         try (0..<count).map { _ in try TestHerald { $0.postgresURL = url } }
     }
 
+    /// Two replicas with a token key: one whose streams' clock the test moves (it holds the stream),
+    /// and another. The caller stops both.
+    static func securedPair(_ url: String, clock: ManualClock) async throws -> (holder: TestHerald, other: TestHerald) {
+        let holder = try await TestHerald.secured(examples: false, clock: clock) { configuration in
+            configuration.postgresURL = url
+            configuration.http.streamClock = clock
+        }
+        do {
+            return (holder, try await TestHerald.secured(examples: false) { $0.postgresURL = url })
+        } catch {
+            holder.stop()
+            throw error
+        }
+    }
+
     /// Bids go round-robin to the replicas, each one more than the last: each is taken (so each
     /// replica knew the price the others set), and every replica's observers see the same ids in the
     /// same order.
@@ -95,13 +110,8 @@ struct PostgresReplicaTests {
     @Test func aRenewalWorksOnTheReplicaThatDoesNotHoldTheStream() async throws {
         let url = try TestPostgres.database()
         let clock = ManualClock(now: Date())
-        let holder = try await TestHerald.secured(examples: false, clock: clock) { configuration in
-            configuration.postgresURL = url
-            configuration.http.streamClock = clock
-        }
-        defer { holder.stop() }
-        let other = try await TestHerald.secured(examples: false) { $0.postgresURL = url }
-        defer { other.stop() }
+        let (holder, other) = try await Self.securedPair(url, clock: clock)
+        defer { holder.stop(); other.stop() }
         let writer = try await Tokens.make(expires: Date().addingTimeInterval(3600))
         #expect(try other.client().request("PUT", "/units/u1", json: #"{"name":"U","status":"healthy"}"#, headers: Tokens.bearer(writer)).status == 201)
         #expect(eventually { (try? holder.client().get("/units/u1").status) == 200 })

@@ -69,24 +69,23 @@ def run_nginx(text, port, folder):
     return process
 
 
-@pytest.fixture
-def nginx(herald):
-    text, port, folder = nginx_config(herald)
+def nginx_running(herald, caching):
+    text, port, folder = nginx_config(herald, caching)
     process = run_nginx(text, port, folder)
     yield port
     process.terminate()
     process.wait(timeout=10)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def nginx(herald):
+    yield from nginx_running(herald, caching=False)
 
 
 @pytest.fixture
 def caching_nginx(herald):
-    text, port, folder = nginx_config(herald, caching=True)
-    process = run_nginx(text, port, folder)
-    yield port
-    process.terminate()
-    process.wait(timeout=10)
-    shutil.rmtree(folder, ignore_errors=True)
+    yield from nginx_running(herald, caching=True)
 
 
 @pytest.fixture
