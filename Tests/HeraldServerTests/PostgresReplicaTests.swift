@@ -13,6 +13,20 @@ struct PostgresReplicaTests {
         try (0..<count).map { _ in try TestHerald { $0.postgresURL = url } }
     }
 
+    /// Unit u1 written through `other` with `writer`, and a stream of it on `holder` opened with
+    /// `first` (60 s on `clock`): its id, once its snapshot has come.
+    static func unitStream(holder: TestHerald, other: TestHerald, clock: ManualClock) async throws
+        -> (writer: String, first: String, stream: SSEClient, id: String) {
+        let writer = try await Tokens.make(expires: Date().addingTimeInterval(3600))
+        #expect(try other.client().request("PUT", "/units/u1", json: #"{"name":"U","status":"healthy"}"#, headers: Tokens.bearer(writer)).status == 201)
+        #expect(eventually { (try? holder.client().get("/units/u1").status) == 200 })
+        let first = try await Tokens.make(expires: clock.now.addingTimeInterval(60))
+        let stream = try holder.stream("/units/u1/events", headers: Tokens.bearer(first))
+        let id = try #require(try stream.next().json["stream"] as? String)
+        #expect(try stream.next().event == "snapshot")
+        return (writer, first, stream, id)
+    }
+
     /// Two replicas with a token key: one whose streams' clock the test moves (it holds the stream),
     /// and another. The caller stops both.
     static func securedPair(_ url: String, clock: ManualClock) async throws -> (holder: TestHerald, other: TestHerald) {
@@ -112,13 +126,7 @@ struct PostgresReplicaTests {
         let clock = ManualClock(now: Date())
         let (holder, other) = try await Self.securedPair(url, clock: clock)
         defer { holder.stop(); other.stop() }
-        let writer = try await Tokens.make(expires: Date().addingTimeInterval(3600))
-        #expect(try other.client().request("PUT", "/units/u1", json: #"{"name":"U","status":"healthy"}"#, headers: Tokens.bearer(writer)).status == 201)
-        #expect(eventually { (try? holder.client().get("/units/u1").status) == 200 })
-        let first = try await Tokens.make(expires: clock.now.addingTimeInterval(60))
-        let stream = try holder.stream("/units/u1/events", headers: Tokens.bearer(first))
-        let id = try #require(try stream.next().json["stream"] as? String)
-        #expect(try stream.next().event == "snapshot")
+        let (writer, _, stream, id) = try await Self.unitStream(holder: holder, other: other, clock: clock)
         let bob = try await Tokens.make(sub: "bob", expires: Date().addingTimeInterval(3600))
         let refused = try other.client().request("POST", "/streams/\(id)/token", headers: Tokens.bearer(bob))
         #expect(refused.status == 403, "\(refused.text)")
