@@ -10,6 +10,8 @@ public struct HeraldEvent: Sendable, Hashable {
         case currency(CurrencySetting)
         case trip(Trip)
         case unit(HeraldUnit)
+        /// A unit that does not exist (not made yet, or removed): its `unit` event comes when it is made.
+        case absentUnit(id: String)
         case presence(Presence)
         case notification(HeraldNotification)
         case auctions([Auction], more: Bool)
@@ -132,7 +134,9 @@ extension HeraldEvent {
         case ("presence", _): return .presence(try decoder.decode(Presence.self, from: data))
         case ("auctions", true): return .auction(try decoder.decode(AuctionField.self, from: data).auction)
         case ("trips", true): return .trip(try decoder.decode(TripChange.self, from: data).trip)
-        case ("units", true): return .unit(try decoder.decode(UnitChange.self, from: data).unit)
+        case ("units", true):
+            if try decoder.decode(MaybeUnit.self, from: data).unit == nil { return .absentUnit(id: String(topic.dropFirst("units/".count))) }
+            return .unit(try decoder.decode(UnitChange.self, from: data).unit)
         case ("notifications", true): return .notification(try decoder.decode(HeraldNotification.self, from: data))
         case ("currency", false): return .currency(try decoder.decode(CurrencySetting.self, from: data))
         case ("auctions", false):
@@ -156,6 +160,7 @@ extension HeraldEvent {
     private struct CurrencyChange: Decodable { var `default`: Currency; var previous: Currency? }
     private struct TripChange: Decodable { var trip: Trip; var changed: [String]? }
     private struct UnitChange: Decodable { var unit: HeraldUnit; var created: Bool? }
+    private struct MaybeUnit: Decodable { var unit: HeraldUnit? }
     private struct AuctionsFrame: Decodable { var auctions: [Auction]; var more: Bool? }
     private struct TripsFrame: Decodable { var trips: [Trip]; var more: Bool? }
     private struct UnitsFrame: Decodable { var units: [HeraldUnit]; var more: Bool? }

@@ -259,7 +259,9 @@ public final class Hub: Sendable {
             // member at every change.
             state.subjects[update.topic]?.collection?.set(key, entry: update.value, values: update.values)
         } else {
+            // A value a change set is the subject's own, kept whether observed or not.
             state.subjects[update.topic, default: Subject()].value = update.value
+            state.subjects[update.topic]?.valueWhileObserved = false
         }
     }
 
@@ -444,7 +446,8 @@ public final class Hub: Sendable {
     /// others' replay is exactly as without them.
     ///
     /// `values`: current values of subjects that keep them only while observed (`setWhileObserved`),
-    /// set first, so the observer's snapshot shows them.
+    /// set first, so the observer's snapshot shows them. `defaults`: the same, for subjects that have
+    /// no value of their own (a unit not made yet); a change's value replaces one and is kept.
     ///
     /// `packedReplay`: the observer writes each event's frame as it is (an SSE stream without a
     /// localizer), so a replay without filter, of subjects that are not collections, may come packed:
@@ -454,10 +457,16 @@ public final class Hub: Sendable {
     /// every one it missed.
     public func subscribe(
         to topics: [String], collections filters: [String: CollectionFilter] = [:], resume: ResumePoint, queueLimit: Int = 4096,
-        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = [], values: [Update] = [], packedReplay: Bool = false
+        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = [], values: [Update] = [], defaults: [Update] = [],
+        packedReplay: Bool = false
     ) -> Subscription {
         let observer = state.withLock { state -> Observer in
             for update in values {
+                state.subjects[update.topic, default: Subject()].value = update.value
+                state.subjects[update.topic]?.valueWhileObserved = true
+            }
+            // A value for a subject that has none (a unit not made yet): its own, once it has one, wins.
+            for update in defaults where state.subjects[update.topic]?.value == nil {
                 state.subjects[update.topic, default: Subject()].value = update.value
                 state.subjects[update.topic]?.valueWhileObserved = true
             }

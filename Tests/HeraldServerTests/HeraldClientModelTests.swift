@@ -87,7 +87,8 @@ import Testing
             guard case .snapshot(let snapshot) = event.kind else { return nil }
             return String(describing: snapshot).prefix { $0 != "(" }.description
         })
-        #expect(snapshots == ["auction", "currency", "trip", "unit", "notification", "auctions", "trips", "units", "presence"], "\(snapshots)")
+        #expect(snapshots == ["auction", "currency", "trip", "unit", "absentUnit", "notification", "auctions", "trips", "units", "presence"],
+                "\(snapshots)")
         #expect(events.first { Self.name(of: $0.kind) == "tick" }?.id == nil, "a tick has no id")
     }
 

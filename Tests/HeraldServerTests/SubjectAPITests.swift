@@ -99,7 +99,7 @@ import Testing
         #expect(try client.request("DELETE", "/units/alpha").status == 404)
         #expect(try client.put("/units/bad%20id", #"{"name":"x","status":"healthy"}"#).status == 422)
         #expect(try client.put("/units/x", #"{"name":"x","status":"sleepy"}"#).status == 422)
-        #expect(try client.get("/units/ghost/events").status == 404)
+        #expect(try client.get("/units/bad%20id/events").status == 400, "an id that no unit can have is no topic")
     }
 }
 
@@ -180,5 +180,39 @@ import Testing
                                          headers: [("Accept-Language", "de-DE"), ("If-Match", de)])
         #expect(delayed.status == 200, "\(delayed.text)")
         #expect(delayed.header("Vary")?.contains("Accept-Language") == true)
+    }
+}
+
+/// A unit may be observed before it exists: its stream starts with a snapshot that says it is absent,
+/// and gets `unit` when it is made; the made-up id costs nothing once its stream closes.
+@Suite struct AbsentUnitTests {
+    @Test func aUnitIsObservedBeforeItExists() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        #expect(try client.get("/units/medic").status == 404, "a read of it is still 404")
+        let stream = try server.stream("/units/medic/events")
+        let snapshot = try stream.next()
+        #expect(snapshot.event == "snapshot" && snapshot.data == #"{"topic":"units/medic","unit":null}"#, "\(snapshot)")
+        #expect(try client.put("/units/medic", #"{"name":"Medic","status":"healthy"}"#).status == 201)
+        let made = try stream.next(named: "unit")
+        #expect((made.json["unit"] as? [String: Any])?["id"] as? String == "medic")
+        #expect(try client.get("/units/medic").status == 200)
+        stream.close()
+        // Made, its value is its own: a new observer gets it after the first left.
+        #expect(eventually { (try? server.observers(of: "units/medic")) == 0 })
+        let again = try server.stream("/units/medic/events")
+        #expect((try again.next().json["unit"] as? [String: Any])?["name"] as? String == "Medic")
+        again.close()
+        // A made-up id leaves nothing behind once its stream closes.
+        let ghost = try server.stream("/units/ghost/events")
+        #expect(try ghost.next().data == #"{"topic":"units/ghost","unit":null}"#)
+        #expect(eventually { (try? server.observers(of: "units/ghost")) == 1 })
+        ghost.close()
+        #expect(eventually {
+            let topics = ((try? client.get("/subjects").json["subjects"] as? [[String: Any]]) ?? []).compactMap { $0["topic"] as? String }
+            return !topics.contains("units/ghost")
+        }, "the made-up id is forgotten")
+        #expect(try client.get("/units/ghost").status == 404)
     }
 }

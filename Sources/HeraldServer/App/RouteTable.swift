@@ -61,7 +61,7 @@ enum RouteTable {
         case .currency, .auctions, .trips, .units, .notification: return .exists
         case .auction(let id): known = AuctionID(id).map(subjects.auctions.exists) ?? false
         case .trip(let id): known = subjects.trips.exists(id)
-        case .unit(let id): known = subjects.units.exists(id)
+        case .unit(let id): return subjects.units.exists(id) ? .exists : .absent
         case nil: return .malformed
         }
         return known ? .exists : .unknown

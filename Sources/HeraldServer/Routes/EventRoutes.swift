@@ -21,6 +21,8 @@ struct EventRoutes: Sendable {
 
     enum TopicStatus {
         case exists
+        /// A unit not made yet (or removed): it may be observed, and its snapshot says it is absent.
+        case absent
         case unknown
         /// Not the form of any subject's topic (`currency/`, `/currency`, `units/`): no event could ever come.
         case malformed
@@ -40,9 +42,14 @@ struct EventRoutes: Sendable {
         let localizer = locale.flatMap { $0.identifier != Trip.eventLocale.identifier ? TripLocalizer(locale: $0) : nil }
         // A presence subject starts with its state, on every connection: its events are not kept.
         // Frames written as they are may come packed: a reconnect storm's replay is made once.
+        // A unit not made yet starts with a snapshot that says so (`"unit": null`), kept only while
+        // observed: made-up ids cost what their streams cost, and nothing once they close.
+        let absent = topics.filter { check($0) == .absent }.map { topic in
+            Hub.Update(topic: topic, value: JSONValue.object([("topic", .string(topic)), ("unit", .null)]).bytes)
+        }
         let subscription = presence.subscribing(topics) { values in
             hub.subscribe(to: topics, collections: filters, resume: resume, queueLimit: queueLimit, filter: eventFilter,
-                          added: added.union(values.map(\.topic)), values: values, packedReplay: localizer == nil)
+                          added: added.union(values.map(\.topic)), values: values, defaults: absent, packedReplay: localizer == nil)
         }
         // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
         let lease = token.map { leases.open(subject: $0.subject, topics: topics, grants: $0.grants, expires: $0.expires) }
@@ -66,7 +73,7 @@ struct EventRoutes: Sendable {
     func checkTopics(_ topics: [String]) throws {
         for topic in topics {
             switch check(topic) {
-            case .exists: continue
+            case .exists, .absent: continue
             case .unknown: throw Problem(status: .notFound, detail: "no subject '\(RequestGuard.printable(topic))'")
             case .malformed:
                 throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, "
