@@ -363,8 +363,10 @@ export class Herald {
     };
     const handle = (name) => source.addEventListener(name, (message) => {
       if (this.source !== source) return;
-      if (!heard) {
-        heard = true;
+      heard = true;
+      // Connected at the first event of each connection (EventSource reconnects on its own, and every
+      // connection starts with an event: snapshots, a replay, or `ready`).
+      if (this.state.connection !== "connected") {
         this.failures = 0;
         this.setStatus({ connection: "connected" });
       }
