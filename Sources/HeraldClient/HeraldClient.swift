@@ -97,12 +97,13 @@ public final class HeraldClient: Sendable {
         }
     }
 
-    /// A unit: its current state, its state after every change, and nil when it is removed.
+    /// A unit: its current state, its state after every change, and nil while it does not exist (not
+    /// made yet, or removed).
     public func unit(_ id: String) -> Subject<HeraldUnit?> {
         Subject(client: self, topic: "units/" + id, path: "units/" + Self.segment(id), state: HeraldUnit?.self) { event, _ in
             switch event.kind {
             case .snapshot(.unit(let unit)), .unit(let unit, _): .some(unit)
-            case .removed: .some(nil)
+            case .snapshot(.absentUnit), .removed: .some(nil)
             default: nil
             }
         }

@@ -197,11 +197,14 @@ import Testing
             #expect(problem.status == 422)
             #expect(problem.errors?.first?.field == "name")
         }
+        // A unit not made yet: nil, then the unit once it is made.
         let stream = Collected<HeraldUnit?>()
         let reader = stream.run(herald.unit("nobody").states)
         defer { reader.cancel() }
-        #expect(await until { stream.error != nil })
-        #expect((stream.error as? HeraldProblem)?.status == 404)
+        #expect(await until { stream.all.count == 1 })
+        #expect(stream.all.first == .some(nil) && stream.error == nil, "\(stream.all)")
+        _ = try await herald.putUnit("nobody", name: "Nobody", status: .healthy)
+        #expect(await until { stream.all.last??.name == "Nobody" }, "\(stream.all)")
         #expect(try await herald.auction(auction).current().price == 150)
     }
 
