@@ -32,8 +32,6 @@ public final class ChannelSeal: Sendable {
     static let freshness: Int64 = 30_000
     /// What a seal adds to a message at most: the MAC (43), the time (at most 20), the nonce (at most 13), and three `:`.
     public static let messageOverhead = 80
-    /// What a seal adds to a commit's payload: the MAC and `:`.
-    static let newsOverhead = 44
 
     public init(key: [UInt8]) {
         self.key = SymmetricKey(data: key)
