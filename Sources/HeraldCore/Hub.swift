@@ -562,13 +562,16 @@ public final class Hub: Sendable {
             }
         }
         if removed { state.observerCount -= 1 }
-        // A burst of made-up topics left: their places go too (an entry's room is about 100 bytes).
-        released.add(state.subjects.shrinkIfSparse() * 100)
+        // A burst of made-up topics left: their places go too.
+        released(places: state.subjects.shrinkIfSparse())
     }
 
-    /// Tells the hub that another part let go of about `bytes` (presence's topics after a burst), so
-    /// that the next `trimIfReleased` gives them back.
-    public func released(bytes: Int) { released.add(bytes) }
+    /// Tells the hub that a dictionary gave up `places` of its room (`shrinkIfSparse`: the hub's
+    /// subjects, presence's topics after a burst), so that the next `trimIfReleased` gives them back.
+    public func released(places: Int) { released.add(places * Self.placeBytes) }
+
+    /// About what one place of a dictionary of topics holds: its key, its value, and their storage.
+    static let placeBytes = 100
 
     private func initialEvents(for observer: Observer, resume: ResumePoint, added: Set<String>, packed: Bool,
                                in state: inout State) -> [Event] {

@@ -136,9 +136,14 @@ final class Presence: Sendable {
         if let subject = state.topics[topic], subject.shown.isEmpty, subject.watchers == 0,
            subject.sentWatchers == 0 || subject.sentWatchers == nil {
             state.topics[topic] = nil
-            // After a burst of topics, their places go too (an entry's room is about 100 bytes).
-            hub.released(bytes: (state.topics.shrinkIfSparse() + state.local.shrinkIfSparse()) * 100)
+            shrink(&state)
         }
+    }
+
+    /// After a burst of topics, their places go too (`Dictionary.shrinkIfSparse`), and the hub gives
+    /// the memory back at its next trim.
+    private func shrink(_ state: inout State) {
+        hub.released(places: state.topics.shrinkIfSparse() + state.local.shrinkIfSparse())
     }
 
     // MARK: - Other replicas
@@ -305,7 +310,7 @@ final class Presence: Sendable {
                 if changed { publish(topic, subject, events, in: state) }
                 if subject.shown.isEmpty, subject.watchers == 0 { state.topics[topic] = nil }
             }
-            hub.released(bytes: (state.topics.shrinkIfSparse() + state.local.shrinkIfSparse()) * 100)
+            shrink(&state)
         }
     }
 

@@ -34,7 +34,7 @@ struct EventRoutes: Sendable {
     func stream(_ request: Request, topics: [String], filters: [String: CollectionFilter] = [:]) throws -> Response {
         // Who asks comes first: without a token, whether a subject exists is not told.
         let token = try access.watcher(request, topics: topics)
-        try checkTopics(topics)
+        let absentTopics = try checkTopics(topics)
         let (resume, eventFilter, added) = (try resumePoint(request), try filter(request), try added(request, topics))
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         // (Read only then: a Locale costs more than the rest of the head.)
@@ -44,7 +44,7 @@ struct EventRoutes: Sendable {
         // Frames written as they are may come packed: a reconnect storm's replay is made once.
         // A unit not made yet starts with a snapshot that says so (`"unit": null`), kept only while
         // observed: made-up ids cost what their streams cost, and nothing once they close.
-        let absent = topics.filter { check($0) == .absent }.map { topic in
+        let absent = absentTopics.map { topic in
             Hub.Update(topic: topic, value: JSONValue.object([("topic", .string(topic)), ("unit", .null)]).bytes)
         }
         let subscription = presence.subscribing(topics) { values in
@@ -70,16 +70,22 @@ struct EventRoutes: Sendable {
     }
 
     /// 404 for a topic naming no subject, 400 for one that could name none.
-    func checkTopics(_ topics: [String]) throws {
+    /// Throws 404 for a subject that does not exist and 400 for what is no topic; returns the units
+    /// not made yet among them (which may be observed).
+    @discardableResult
+    func checkTopics(_ topics: [String]) throws -> [String] {
+        var absent: [String] = []
         for topic in topics {
             switch check(topic) {
-            case .exists, .absent: continue
+            case .exists: continue
+            case .absent: absent.append(topic)
             case .unknown: throw Problem(status: .notFound, detail: "no subject '\(RequestGuard.printable(topic))'")
             case .malformed:
                 throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, "
                               + "auctions, trips, units, auctions/{id}, trips/{id}, units/{id} and notifications/{name}")
             }
         }
+        return absent
     }
 
     /// `GET /events?topic=…&topic=…`.
