@@ -58,3 +58,32 @@ enum StreamHead {
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }
+
+/// The answer to a HEAD of a stream: the head a GET would get, framing included (RFC 9110, 9.3.2), and
+/// no body; then the connection closes. The engine writes it, since libmicrohttpd would end a chunked
+/// HEAD with a last chunk, and with `Content-Length: 0` a proxy passes on a length the GET does not have.
+final class HeadOnlyFeed: EventFeed, @unchecked Sendable {
+    // Unchecked: made on the server's thread, then used only by the engine's.
+    private var head: [UInt8]?
+
+    init(headers: HTTPFields, framing: StreamFraming) {
+        let fields = framing == .chunked ? "Transfer-Encoding: chunked\r\nConnection: close" : "Connection: close"
+        head = StreamHead.bytes(status: .ok, headers: headers, framing: fields)
+    }
+
+    func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
+        guard let head else { return .finished }
+        out.append(contentsOf: head)
+        self.head = nil
+        return .complete
+    }
+
+    func last(into out: inout [UInt8]) {
+        if let head { out.append(contentsOf: head) }
+        head = nil
+    }
+
+    func setWaker(_ waker: @escaping @Sendable (_ finished: Bool) -> Void) {}
+    func close() {}
+    var heartbeats: Bool { false }
+}

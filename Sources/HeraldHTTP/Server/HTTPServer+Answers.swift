@@ -12,10 +12,16 @@ extension HTTPServer {
     /// document), and tells the observer; a stream is handed to the engine.
     func answer(_ response: Response, on connection: OpaquePointer, method: String, context: RequestContext,
                         chunked: Bool = false) -> MHD_Result {
-        if case .eventStream(let feed) = response.body, method != "HEAD" {
+        if case .eventStream(let feed) = response.body {
             let response = Self.identified(response, id: context.id)
-            return handOver(feed, head: response.headers, connection: connection, framing: chunked ? .chunked : .closeDelimited,
-                            method: method, context: context)
+            let framing: StreamFraming = chunked ? .chunked : .closeDelimited
+            guard method == "HEAD" else {
+                return handOver(feed, head: response.headers, connection: connection, framing: framing, method: method, context: context)
+            }
+            // The head a GET would get, and no stream: nothing is subscribed, nothing is written.
+            feed.close()
+            return handOver(HeadOnlyFeed(headers: response.headers, framing: framing), head: response.headers, writesHead: false,
+                            connection: connection, framing: .closeDelimited, method: method, context: context)
         }
         if case .held(let held) = response.body, method != "HEAD" {
             // The engine writes the whole answer, head too, once it is ready.
@@ -122,10 +128,6 @@ extension HTTPServer {
                        requestID: String? = nil) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
-        case .eventStream(let feed) where method == "HEAD":
-            // The head a GET would get, and no stream: nothing is subscribed, nothing is written.
-            feed.close()
-            mhdResponse = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT)
         case .bytes(let bytes):
             mhdResponse = Self.response(copying: bytes)
         case .held(let held):
@@ -203,7 +205,7 @@ extension HTTPServer {
                 try streams.add(socket: socket, framing: framing, feed: feed, client: context.client, requestID: context.id,
                                 path: context.target?.path ?? "-", start: start, file: file, hold: requestHold,
                                 asAccepted: context.socketAsAccepted)
-                report(200, method: method, context: context, isStream: true)
+                report(200, method: method, context: context, isStream: method != "HEAD")
                 // The first events (snapshot or replay) go out with the head.
                 if let observer, taken > 0 { observer.delivered(taken) }
                 return MHD_Result.NO
