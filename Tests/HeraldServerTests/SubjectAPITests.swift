@@ -70,6 +70,40 @@ import Testing
         #expect(try client.post("/trips/\(id)/delay", #"{"deltaSeconds":0}"#).status == 422)
         #expect(try client.post("/trips/99/delay", #"{"deltaSeconds":5}"#).status == 404)
     }
+
+    /// `fields=` on an auction's and a unit's stream, as on a trip's: an observer of `price` gets the
+    /// bids and not the ticks, one of `leader` only the bids that changed who leads, one of `status` the
+    /// close; a unit's observer of `status` misses a rename. Fields of another subject are refused.
+    @Test func fieldsFilterAuctionAndUnitStreams() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        let id = try server.auction(countdown: 2)
+        let price = try server.stream("/auctions/\(id)/events?fields=price&snapshot=false")
+        let leader = try server.stream("/auctions/\(id)/events?fields=leader&snapshot=false")
+        let status = try server.stream("/auctions/\(id)/events?fields=status&snapshot=false")
+        defer { price.close(); leader.close(); status.close() }
+        for (bidder, amount) in [("ann", 5), ("ann", 6), ("bob", 7)] {
+            #expect(try client.post("/auctions/\(id)/bids", #"{"bidder":"\#(bidder)","amount":\#(amount)}"#).status == 201)
+        }
+        #expect(try price.next(3).map(\.event) == ["bid", "bid", "bid"], "three prices")
+        #expect(try leader.next(2).compactMap { ($0.json["bid"] as? [String: Any])?["amount"] as? Int } == [5, 7],
+                "ann's raise did not change who leads")
+        let closed = try status.next()
+        #expect(closed.event == "closed" && closed.json["winner"] as? String == "bob", "no tick, no bid before the close: \(closed)")
+
+        #expect(try client.put("/units/fx", #"{"name":"Fox","status":"healthy"}"#).status == 201)
+        let unitStatus = try server.stream("/units/fx/events?fields=status&snapshot=false")
+        defer { unitStatus.close() }
+        #expect(try client.put("/units/fx", #"{"name":"Foxtrot","status":"healthy"}"#).status == 200)
+        #expect(try client.put("/units/fx", #"{"name":"Foxtrot","status":"wounded"}"#).status == 200)
+        let changed = try unitStatus.next()
+        #expect((changed.json["unit"] as? [String: Any])?["status"] as? String == "wounded", "the rename did not pass: \(changed)")
+
+        let wrong = try client.get("/units/fx/events?fields=price")
+        #expect(wrong.status == 400 && wrong.text.contains("units: name, status"), "\(wrong.text)")
+        #expect(try client.get("/currency/events?fields=status").status == 400)
+    }
 }
 
 @Suite struct UnitAPITests {

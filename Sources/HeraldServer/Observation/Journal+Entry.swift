@@ -111,13 +111,13 @@ extension Journal {
         case .auctionOpened(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .auction, payload: ["auction": json],
-                         tags: Membership.tags(before: nil, after: Member.filterValues(auction)),
+                         tags: ChangedFields.auctions.fields.sorted() + Membership.tags(before: nil, after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .bidPlaced(let bid, let auction):
             // Written once, and copied into the event, the auction's current value and the bid's answer.
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .bid, payload: ["bid": bid.json, "auction": json],
-                         tags: Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
+                         tags: ChangedFields.bid(on: auction) + Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction, newBid: bid)
         case .countdownTicked(let auction, let remaining):
             let topic = AuctionHouse.topic(auction.id)
@@ -129,14 +129,15 @@ extension Journal {
         case .auctionClosed(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .closed, payload: ["auction": json, "winner": .optional(auction.winner)],
-                         tags: Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
+                         tags: ChangedFields.closing(auction) + Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .unitSaved(let unit, let previous):
             // Written once, and copied into the event, the unit's current value, its collection's member
             // and the stored record (whose `face` a restore does not read: `Unit(document:)`).
             let topic = UnitStore.topic(unit.id), bytes = unit.json.bytes, json = JSONValue.encoded(bytes)
             return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(previous == nil)],
-                         tags: Membership.tags(before: previous.map(Member.filterValues), after: Member.filterValues(unit)),
+                         tags: ChangedFields.saving(unit, previous: previous)
+                            + Membership.tags(before: previous.map(Member.filterValues), after: Member.filterValues(unit)),
                          values: [(topic, ["unit": json])], members: [.unit(unit, json: json)],
                          records: [Record(kind: RecordKind.unit, id: unit.id, bytes: bytes)])
         case .unitRemoved(let previous):

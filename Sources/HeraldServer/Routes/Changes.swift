@@ -48,7 +48,7 @@ struct Changes: Sendable {
             throw Problem(status: .badRequest, detail: "after must be an event id (digits), not '\(RequestGuard.printable(text))'")
         }
         let subscription = events.hub.subscribe(to: topics, collections: filters, resume: .after(after), queueLimit: events.queueLimit,
-                                                filter: try events.filter(request))
+                                                filter: try events.filter(request, topics: topics))
         let now = events.access.now()
         let until = min(now.addingTimeInterval(TimeInterval(wait)), expires ?? .distantFuture)
         let poll = ChangesPoll(subscription, after: after, until: until, waiting: until.timeIntervalSince(now))

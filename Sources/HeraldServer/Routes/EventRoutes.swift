@@ -35,7 +35,7 @@ struct EventRoutes: Sendable {
         // Who asks comes first: without a token, whether a subject exists is not told.
         let token = try access.watcher(request, topics: topics)
         let absentTopics = try checkTopics(topics)
-        let (resume, eventFilter, added) = (try resumePoint(request), try filter(request), try added(request, topics))
+        let (resume, eventFilter, added) = (try resumePoint(request), try filter(request, topics: topics), try added(request, topics))
         // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
         // (Read only then: a Locale costs more than the rest of the head.)
         let locale = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } } ? request.locale : nil
@@ -188,9 +188,6 @@ struct EventRoutes: Sendable {
                       + fields.joined(separator: ", ") + ", and the other parameters it takes are " + known.sorted().joined(separator: ", "))
     }
 
-    /// Trip fields `?fields=` may name.
-    static let tripFields: Set<String> = ["actualDeparture", "delay", "delayed"]
-
     /// `?added=T` (each a topic of the stream, bare or with its filter): topics new to a resumed stream,
     /// which start with a snapshot instead of a replay (a browser's shared stream taking another tab's
     /// topics). Without `Last-Event-ID` every topic starts with a snapshot anyway.
@@ -220,16 +217,29 @@ struct EventRoutes: Sendable {
         }
     }
 
-    /// `?fields=` keeps only trip changes touching those fields; `?object=` only that object's notifications.
-    func filter(_ request: Request) throws -> (@Sendable (Event) -> Bool)? {
-        let fields = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { $0.trimmingSpacesAndTabs } }.filter { !$0.isEmpty })
-        if let unknown = fields.subtracting(Self.tripFields).sorted().first {
-            throw Problem(status: .badRequest, detail: "unknown field '\(unknown)': fields are \(Self.tripFields.sorted().joined(separator: ", "))")
+    /// `?fields=` keeps only changes touching those fields (`price`: the bids, not the ticks); `?object=`
+    /// only that object's notifications. A field is its subject's: `status` on a stream of an auction and
+    /// a unit filters both, `price` only the auction's events, and the unit's pass as they are.
+    func filter(_ request: Request, topics: [String]) throws -> (@Sendable (Event) -> Bool)? {
+        let named = Set(request.queryValues("fields").flatMap { $0.split(separator: ",").map { $0.trimmingSpacesAndTabs } }.filter { !$0.isEmpty })
+        var wanted: [EventName: Set<String>] = [:]
+        if !named.isEmpty {
+            let subjects = ChangedFields.subjects(of: topics)
+            let known = subjects.reduce(into: Set<String>()) { $0.formUnion($1.fields) }
+            if let unknown = named.subtracting(known).sorted().first {
+                let choices = subjects.map { "\($0.name): \($0.fields.sorted().joined(separator: ", "))" }
+                throw Problem(status: .badRequest, detail: "unknown field '\(RequestGuard.printable(unknown))': "
+                              + (choices.isEmpty ? "fields filter the changes of auctions, trips and units, and this stream has none"
+                                                 : "the fields of this stream's subjects are " + choices.joined(separator: "; ")))
+            }
+            for subject in subjects where !subject.fields.isDisjoint(with: named) {
+                for name in subject.events { wanted[name] = subject.fields.intersection(named) }
+            }
         }
         let object = request.query("object").map { "object:\($0)" }
-        guard !fields.isEmpty || object != nil else { return nil }
-        return { event in
-            if event.name == .trip, !fields.isEmpty { return event.tags.contains(where: fields.contains) }
+        guard !wanted.isEmpty || object != nil else { return nil }
+        return { [wanted] event in
+            if let fields = wanted[event.name] { return event.tags.contains(where: fields.contains) }
             if event.name == .notification, let object { return event.tags.contains(object) }
             return true
         }

@@ -1,0 +1,49 @@
+import HeraldCore
+import HeraldDomain
+
+/// The fields of a subject that `?fields=` may name, and which of them an event changed. An event
+/// carries the names of the fields it changed among its tags (`Journal.entry`), and a stream that
+/// names fields gets only those of its subject's events that changed one of them.
+struct ChangedFields: Sendable {
+    /// The subject's collection, as errors name it.
+    let name: String
+    let fields: Set<String>
+    /// The events of the subject whose tags say what changed (the others carry no fields).
+    let events: Set<EventName>
+
+    static let auctions = ChangedFields(name: "auctions", fields: ["price", "leader", "bidCount", "deadline", "status", "winner"],
+                                        events: [.auction, .bid, .closed, .tick])
+    static let trips = ChangedFields(name: "trips", fields: Set(Trip.Field.allCases.map(\.rawValue)), events: [.trip])
+    static let units = ChangedFields(name: "units", fields: ["name", "status"], events: [.unit])
+
+    /// The subjects among `topics` that have fields, each once.
+    static func subjects(of topics: [String]) -> [ChangedFields] {
+        var auction = false, trip = false, unit = false
+        for topic in topics {
+            switch Topic(topic) {
+            case .auction, .auctions: auction = true
+            case .trip, .trips: trip = true
+            case .unit, .units: unit = true
+            default: break
+            }
+        }
+        return (auction ? [auctions] : []) + (trip ? [trips] : []) + (unit ? [units] : [])
+    }
+
+    /// What a bid changed: the price, the count and the deadline always; the leader when another bidder led.
+    static func bid(on auction: Auction) -> [String] {
+        let previous = auction.bids.count >= 2 ? auction.bids[auction.bids.count - 2].bidder : nil
+        return ["price", "bidCount", "deadline"] + (previous == auction.leader ? [] : ["leader"])
+    }
+
+    /// What closing an auction changed.
+    static func closing(_ auction: Auction) -> [String] {
+        ["status"] + (auction.winner == nil ? [] : ["winner"])
+    }
+
+    /// What saving a unit changed (every field when it is new).
+    static func saving(_ unit: HeraldDomain.Unit, previous: HeraldDomain.Unit?) -> [String] {
+        guard let previous else { return units.fields.sorted() }
+        return (previous.name == unit.name ? [] : ["name"]) + (previous.status == unit.status ? [] : ["status"])
+    }
+}
