@@ -23,7 +23,7 @@ import Testing
             // (Its language as Locale reads it: "eng" and "tUr" are English and Turkish.)
             let first = Request.firstLanguage(request.header(.acceptLanguage) ?? "")
                 .map { Locale(identifier: $0.replacingOccurrences(of: "-", with: "_")).language.languageCode?.identifier }
-            #expect([Trip.eventLocale.identifier, "en_US"].contains(chosen.identifier) || language == first,
+            #expect([DisplayStyle.events.locale.identifier, "en_US"].contains(chosen.identifier) || language == first,
                     "\(value.debugDescription) gave \(chosen.identifier)")
         }
         for (header, language) in [("de-CH;q=0.9, en", "de"), ("tr-TR,tr;q=0.9", "tr"), ("xx, en", "en"), ("nl-BE", "nl")] {

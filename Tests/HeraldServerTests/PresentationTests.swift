@@ -15,7 +15,7 @@ import Testing
     }
 
     @Test func displayStringsInEnglish() {
-        let display = TripDisplay(trip: trip, locale: Locale(identifier: "en_US"))
+        let display = TripDisplay(trip: trip, style: DisplayStyle(locale: Locale(identifier: "en_US"), timeZone: .utc))
         #expect(display.date == "10/9/2015")
         // ICU puts a narrow no-break space before the day period.
         #expect(display.departure == "1:09\u{202F}PM")
@@ -25,24 +25,35 @@ import Testing
     }
 
     @Test func displayStringsInGerman() {
-        let display = TripDisplay(trip: trip, locale: Locale(identifier: "de_DE"))
+        let display = TripDisplay(trip: trip, style: DisplayStyle(locale: Locale(identifier: "de_DE"), timeZone: .utc))
         #expect(display.date == "9.10.2015")
         #expect(display.departure == "13:09")
         #expect(display.duration == "16 Min.")
         #expect(display.delay == "5 Minuten Verspätung")
     }
 
+    /// The times in a named zone (`?timeZone=`): Berlin is UTC+2 in October, and the date follows the
+    /// zone where the day differs (Tokyo is past midnight at 15:09 UTC).
+    @Test func displayStringsInATimeZone() throws {
+        let berlin = TripDisplay(trip: trip, style: DisplayStyle(locale: Locale(identifier: "de_DE"), timeZone: try #require(TimeZone(identifier: "Europe/Berlin"))))
+        #expect(berlin.departure == "15:09" && berlin.arrival == "15:26" && berlin.date == "9.10.2015")
+        let late = Trip(id: "2", departure: date("2015-10-09T15:09:53Z"), arrival: date("2015-10-09T15:26:33Z"),
+                        actualDeparture: date("2015-10-09T15:09:53Z"))
+        let tokyo = TripDisplay(trip: late, style: DisplayStyle(locale: Locale(identifier: "en_US"), timeZone: try #require(TimeZone(identifier: "Asia/Tokyo"))))
+        #expect(tokyo.date == "10/10/2015" && tokyo.departure == "12:09\u{202F}AM", "\(tokyo)")
+    }
+
     @Test func noDelayStringWhenOnTime() {
         let onTime = Trip(id: "1", departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
                           actualDeparture: date("2015-10-09T13:09:53Z"))
-        #expect(TripDisplay(trip: onTime, locale: Locale(identifier: "en_US")).delay == nil)
+        #expect(TripDisplay(trip: onTime, style: DisplayStyle(locale: Locale(identifier: "en_US"), timeZone: .utc)).delay == nil)
     }
 
     @Test func aLanguageWithoutStringsIsEnglishAsAWhole() {
         for tag in ["ja_JP", "pt_BR", "xx"] {
             let locale = TripDisplay.supported(Locale(identifier: tag))
             #expect(locale.identifier == "en_US")
-            #expect(TripDisplay(trip: trip, locale: locale).delay == "5 minutes delay")
+            #expect(TripDisplay(trip: trip, style: DisplayStyle(locale: locale, timeZone: .utc)).delay == "5 minutes delay")
         }
         #expect(TripDisplay.supported(Locale(identifier: "de_DE")).identifier == "de_DE")
     }

@@ -46,6 +46,32 @@ import Testing
         #expect(try client.get("/trips/77").status == 404)
     }
 
+    /// `?timeZone=` beside `locale`: the display strings in that zone on a read, a list and a stream,
+    /// an entity tag of its own, UTC by default, and a 400 that names a zone Herald does not know.
+    @Test func displayStringsFollowATimeZone() throws {
+        let server = try TestHerald()
+        defer { server.stop() }
+        let client = server.client()
+        let id = try #require(try client.post("/trips", #"{"departure":"2015-10-09T13:09:53Z","arrival":"2015-10-09T13:26:33Z"}"#).json["id"] as? String)
+        func display(_ answer: TestResponse) -> [String: Any]? { answer.json["display"] as? [String: Any] }
+        let utc = try client.get("/trips/\(id)?locale=de_DE")
+        #expect(display(utc)?["departure"] as? String == "13:09" && display(utc)?["timeZone"] as? String == "UTC")
+        let berlin = try client.get("/trips/\(id)?locale=de_DE&timeZone=Europe/Berlin")
+        #expect(display(berlin)?["departure"] as? String == "15:09" && display(berlin)?["timeZone"] as? String == "Europe/Berlin")
+        #expect(berlin.header("ETag") != nil && berlin.header("ETag") != utc.header("ETag"), "an entity tag per zone")
+        let listed = try client.get("/trips?timeZone=America/New_York").json["trips"] as? [[String: Any]]
+        #expect((listed?.first?["display"] as? [String: Any])?["departure"] as? String == "9:09\u{202F}AM")
+        let stream = try server.stream("/trips/\(id)/events?timeZone=Asia/Kolkata")
+        defer { stream.close() }
+        #expect((try stream.next().json["trip"] as? [String: Any]).flatMap { $0["display"] as? [String: Any] }?["departure"] as? String
+                == "6:39\u{202F}PM")
+        for zone in ["Mars/Olympus", "utc%2B1", "Europe"] {
+            let wrong = try client.get("/trips/\(id)?timeZone=\(zone)")
+            #expect(wrong.status == 400 && wrong.text.contains("unknown time zone"), "\(zone): \(wrong.text)")
+            #expect(try client.get("/trips/\(id)/events?timeZone=\(zone)").status == 400)
+        }
+    }
+
     @Test func movingTheDepartureNotifiesTheChangedFieldsAndFieldsFilters() throws {
         let server = try TestHerald()
         defer { server.stop() }

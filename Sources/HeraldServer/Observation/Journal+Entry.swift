@@ -105,7 +105,7 @@ extension Journal {
     }
 
     /// How a domain event is published and stored. Payloads show domain values as clients see them
-    /// (`Presentation.swift`); trip strings are in `Trip.eventLocale`.
+    /// (`Presentation.swift`); trip strings are in `DisplayStyle.events`.
     static func entry(for event: DomainEvent, at now: Date) -> Entry {
         switch event {
         case .auctionOpened(let auction):
@@ -151,12 +151,12 @@ extension Journal {
                          values: [(CurrencySetting.topic, currency.json)],
                          records: [Record(kind: RecordKind.currency, id: "default", document: ["default": .string(currency.rawValue)])])
         case .tripAdded(let trip):
-            let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(locale: Trip.eventLocale).bytes)
+            let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(style: .events).bytes)
             return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": []],
                          tags: Membership.tags(before: nil, after: Member.filterValues(trip)), values: [(topic, ["trip": json])],
                          members: [.trip(trip, json: json)], records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
         case .tripMoved(let trip, let changed):
-            let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(locale: Trip.eventLocale).bytes)
+            let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(style: .events).bytes)
             // Whether it was delayed before: the flag flipped if `delayed` is among the changed fields.
             let wasDelayed = changed.contains(.delayed) ? !trip.delayed : trip.delayed
             return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": .array(changed.map { .string($0.rawValue) })],

@@ -161,7 +161,7 @@ final class Journal: ChangeSink {
                 values.append((AuctionHouse.topic(auction.id), ["auction": json]))
                 members.append(.auction(auction, json: json))
             case .trip(let trip):
-                let json = JSONValue.encoded(trip.json(locale: Trip.eventLocale).bytes)
+                let json = JSONValue.encoded(trip.json(style: .events).bytes)
                 values.append((TripBoard.topic(trip.id), ["trip": json]))
                 members.append(.trip(trip, json: json))
             case .currency(let currency): values.append((CurrencySetting.topic, currency.json))

@@ -64,17 +64,14 @@ extension Currency {
 }
 
 extension Trip {
-    /// Events and snapshots carry display strings in this locale; `GET` and streams can ask for another.
-    static let eventLocale = Locale(identifier: "en_US")
-
-    func json(locale: Locale) -> JSONValue {
-        let display = TripDisplay(trip: self, locale: locale)
+    func json(style: DisplayStyle) -> JSONValue {
+        let display = TripDisplay(trip: self, style: style)
         return [
             "id": .string(id), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
             "actualDeparture": Timestamp.json(actualDeparture), "durationSeconds": .integer(durationSeconds),
             "delaySeconds": .integer(delaySeconds), "delayed": .bool(delayed),
             "display": [
-                "locale": .string(locale.identifier), "date": .string(display.date), "departure": .string(display.departure),
+                "locale": .string(style.locale.identifier), "timeZone": .string(style.zoneName), "date": .string(display.date), "departure": .string(display.departure),
                 "actualDeparture": .string(display.actualDeparture), "arrival": .string(display.arrival),
                 "duration": .string(display.duration), "delay": .optional(display.delay),
             ],

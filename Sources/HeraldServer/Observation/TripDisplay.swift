@@ -1,8 +1,35 @@
 import Foundation
 import HeraldDomain
 
-/// A trip's display strings in one locale (times in UTC): date in short style, times in short style,
-/// duration short ("16 min"), delay in full style ("5 minutes delay"), no delay when on time.
+/// How a trip's display strings are written: a language and a time zone.
+struct DisplayStyle: Sendable {
+    let locale: Locale
+    let timeZone: TimeZone
+    /// The zone's name as asked (Foundation may spell UTC as GMT).
+    let zoneName: String
+
+    init(locale: Locale, timeZone: TimeZone, zoneName: String? = nil) {
+        self.locale = locale
+        self.timeZone = timeZone
+        self.zoneName = zoneName ?? (timeZone.secondsFromGMT() == 0 && timeZone.identifier == TimeZone.utc.identifier ? "UTC" : timeZone.identifier)
+    }
+
+    /// Events and snapshots carry strings in this style; `GET` and streams can ask for another.
+    static let events = DisplayStyle(locale: Locale(identifier: "en_US"), timeZone: .utc)
+
+    /// Whether strings in this style are the events' own.
+    var isEvents: Bool { locale.identifier == Self.events.locale.identifier && zoneName == Self.events.zoneName }
+
+    /// What an entity tag tells apart: the locale and the zone.
+    var tag: String { locale.identifier + "|" + zoneName }
+}
+
+extension TimeZone {
+    static let utc = TimeZone(identifier: "UTC") ?? .gmt
+}
+
+/// A trip's display strings in one style: date in short style, times in short style (in the style's
+/// zone), duration short ("16 min"), delay in full style ("5 minutes delay"), no delay when on time.
 struct TripDisplay: Sendable, Equatable {
     let date: String
     let departure: String
@@ -11,10 +38,10 @@ struct TripDisplay: Sendable, Equatable {
     let duration: String
     let delay: String?
 
-    init(trip: Trip, locale: Locale) {
-        let utc = TimeZone(identifier: "UTC") ?? .gmt
-        let dateStyle = Date.FormatStyle(date: .numeric, time: .omitted, locale: locale, timeZone: utc)
-        let timeStyle = Date.FormatStyle(date: .omitted, time: .shortened, locale: locale, timeZone: utc)
+    init(trip: Trip, style: DisplayStyle) {
+        let locale = style.locale
+        let dateStyle = Date.FormatStyle(date: .numeric, time: .omitted, locale: locale, timeZone: style.timeZone)
+        let timeStyle = Date.FormatStyle(date: .omitted, time: .shortened, locale: locale, timeZone: style.timeZone)
         date = trip.departure.formatted(dateStyle)
         departure = trip.departure.formatted(timeStyle)
         actualDeparture = trip.actualDeparture.formatted(timeStyle)

@@ -4,11 +4,11 @@ import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
 
-/// Re-renders trip events for a stream that asked for another locale. Events are encoded once, with
-/// display strings in `TripBoard.eventLocale`; a stream in German gets its trip snapshots and changes
-/// rewritten with German strings, and every other event as it is. Only such streams pay for it.
+/// Re-renders trip events for a stream that asked for another locale or time zone. Events are encoded
+/// once, with display strings in `DisplayStyle.events`; a stream in German gets its trip snapshots and
+/// changes rewritten with German strings, and every other event as it is. Only such streams pay for it.
 struct TripLocalizer: Sendable {
-    let locale: Locale
+    let style: DisplayStyle
 
     /// The frame for `event` in this locale, or nil to send the shared one.
     func frame(for event: Event) -> [UInt8]? {
@@ -17,7 +17,7 @@ struct TripLocalizer: Sendable {
               case .object(let members)? = try? JSONValue.parse(event.data),
               let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Trip(document: $0.1) })
         else { return nil }
-        let localized = JSONValue.object(members.map { $0.0 == "trip" ? ("trip", trip.json(locale: locale)) : $0 })
+        let localized = JSONValue.object(members.map { $0.0 == "trip" ? ("trip", trip.json(style: style)) : $0 })
         return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name.text, data: localized.bytes))
     }
 
@@ -26,7 +26,7 @@ struct TripLocalizer: Sendable {
         guard case .object(let members)? = try? JSONValue.parse(event.data) else { return nil }
         let localized = JSONValue.object(members.map { name, value in
             guard name == "trips", case .array(let trips) = value else { return (name, value) }
-            return (name, .array(trips.map { Trip(document: $0)?.json(locale: locale) ?? $0 }))
+            return (name, .array(trips.map { Trip(document: $0)?.json(style: style) ?? $0 }))
         })
         return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name.text, data: localized.bytes))
     }

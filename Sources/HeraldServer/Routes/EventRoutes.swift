@@ -36,10 +36,10 @@ struct EventRoutes: Sendable {
         let token = try access.watcher(request, topics: topics)
         let absentTopics = try checkTopics(topics)
         let (resume, eventFilter, added) = (try resumePoint(request), try filter(request, topics: topics), try added(request, topics))
-        // A trip stream's display strings follow `?locale=` and Accept-Language, as GET does.
-        // (Read only then: a Locale costs more than the rest of the head.)
-        let locale = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } } ? request.locale : nil
-        let localizer = locale.flatMap { $0.identifier != Trip.eventLocale.identifier ? TripLocalizer(locale: $0) : nil }
+        // A trip stream's display strings follow `?locale=` and Accept-Language, and `?timeZone=`, as GET
+        // does. (Read only then: a Locale costs more than the rest of the head.)
+        let style = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } } ? try request.displayStyle() : nil
+        let localizer = style.flatMap { $0.isEvents ? nil : TripLocalizer(style: $0) }
         // A presence subject starts with its state, on every connection: its events are not kept.
         // Frames written as they are may come packed: a reconnect storm's replay is made once.
         // A unit not made yet starts with a snapshot that says so (`"unit": null`), kept only while
@@ -175,9 +175,9 @@ struct EventRoutes: Sendable {
     }
 
     /// What a stream's query may hold besides a collection's filter fields.
-    static let streamParameters: Set<String> = ["snapshot", "lastEventId", "access_token", "fields", "object", "locale", "added"]
+    static let streamParameters: Set<String> = ["snapshot", "lastEventId", "access_token", "fields", "object", "locale", "timeZone", "added"]
     /// What a list's query may hold besides its filter fields.
-    static let listParameters: Set<String> = ["limit", "after", "locale", "access_token"]
+    static let listParameters: Set<String> = ["limit", "after", "locale", "timeZone", "access_token"]
 
     /// 400 for a query parameter of a collection's list or stream that is neither one of its filter
     /// fields nor one of `known`: ignored, a misspelt or foreign filter would answer the whole collection.

@@ -27,7 +27,7 @@ enum EntityTag {
     static func of(_ unit: HeraldDomain.Unit) -> String { Fingerprint.tag(unit.json.bytes) }
     /// A trip's answers are in a language: each language's answer has a tag of its own (a cache keyed
     /// by the tag must not give one language's answer to a reader of another).
-    static func of(_ trip: Trip, locale: Locale) -> String { Fingerprint.tag(trip.document.bytes + Array(locale.identifier.utf8)) }
+    static func of(_ trip: Trip, style: DisplayStyle) -> String { Fingerprint.tag(trip.document.bytes + Array(style.tag.utf8)) }
     static func of(_ currency: Currency) -> String { Fingerprint.tag(currency.rawValue.utf8) }
     static func of(_ auction: Auction) -> String {
         let stored = Journal.stored(auction)

@@ -9,15 +9,15 @@ extension Routes {
         write(.post, "/trips", topic: "trips/*") { request, _ in
             // The new trip has no version yet: an `If-Match` cannot hold (RFC 9110 §13.1.1).
             try Preconditions(request).require(nil, "a new trip")
-            let new = try NewTrip(json: try request.json()), locale = request.locale
+            let new = try NewTrip(json: try request.json()), style = try request.displayStyle()
             return { () throws(DomainError) in
                 let trip = try trips.create(new)
-                return .json(trip.json(locale: locale), status: .created, headers: [.location: "/trips/\(trip.id)"] + Self.language(locale))
+                return .json(trip.json(style: style), status: .created, headers: [.location: "/trips/\(trip.id)"] + Self.language(style.locale))
             }
         }
         read("/trips") { request in
             try EventRoutes.refuseUnknownParameters(request, of: TripBoard.collectionTopic, known: EventRoutes.listParameters)
-            let paging = try Paging(request), locale = request.locale
+            let paging = try Paging(request), style = try request.displayStyle()
             let delayed: Bool? = switch request.query("delayed") {
             case nil: nil
             case "true": true
@@ -25,38 +25,38 @@ extension Routes {
             case let other?: throw Problem(status: .badRequest, detail: "delayed must be true or false, not '\(RequestGuard.printable(other))'")
             }
             let page = paging.page(trips.trips(after: try paging.numericAfter()).filter { delayed == nil || $0.delayed == delayed })
-            var response = paging.response("trips", page.entries.map { $0.json(locale: locale) }, more: page.more,
+            var response = paging.response("trips", page.entries.map { $0.json(style: style) }, more: page.more,
                                             lastKey: page.entries.last?.id, request: request)
-            response.headers.append(contentsOf: Self.language(locale))
+            response.headers.append(contentsOf: Self.language(style.locale))
             return response
         }
         add(.get, "/trips/events") { request in try events.streamCollection(request, TripBoard.collectionTopic) }
         read("/trips/{id}") { request in
             let trip = try trips.get(request.parameter("id"))
-            let locale = request.locale
-            return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: Self.language(locale))
+            let style = try request.displayStyle()
+            return .json(bytes: trip.json(style: style).bytes, etag: EntityTag.of(trip, style: style), headers: Self.language(style.locale))
         }
         let replicated = replicated
         write(.patch, "/trips/{id}", topic: "trips/{id}") { request, _ in
             let id = request.parameter("id")
             if !replicated { _ = try trips.get(id) }
-            let patch = try TripPatch(json: try request.json()), locale = request.locale
+            let patch = try TripPatch(json: try request.json()), style = try request.displayStyle()
             let conditions = Preconditions(request)
             return { () throws(DomainError) in
-                try conditions.check(trips.latest(id).map { EntityTag.of($0, locale: locale) }, "trip '\(id)'")
+                try conditions.check(trips.latest(id).map { EntityTag.of($0, style: style) }, "trip '\(id)'")
                 let trip = try trips.setActualDeparture(id, to: patch.actualDeparture)
-                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: Self.language(locale))
+                return .json(bytes: trip.json(style: style).bytes, etag: EntityTag.of(trip, style: style), headers: Self.language(style.locale))
             }
         }
         write(.post, "/trips/{id}/delay", topic: "trips/{id}") { request, _ in
             let id = request.parameter("id")
             if !replicated { _ = try trips.get(id) }
-            let delay = try TripDelay(json: try request.json()), locale = request.locale
+            let delay = try TripDelay(json: try request.json()), style = try request.displayStyle()
             let conditions = Preconditions(request)
             return { () throws(DomainError) in
-                try conditions.check(trips.latest(id).map { EntityTag.of($0, locale: locale) }, "trip '\(id)'")
+                try conditions.check(trips.latest(id).map { EntityTag.of($0, style: style) }, "trip '\(id)'")
                 let trip = try trips.delay(id, bySeconds: delay.seconds)
-                return .json(bytes: trip.json(locale: locale).bytes, etag: EntityTag.of(trip, locale: locale), headers: Self.language(locale))
+                return .json(bytes: trip.json(style: style).bytes, etag: EntityTag.of(trip, style: style), headers: Self.language(style.locale))
             }
         }
         add(.get, "/trips/{id}/events") { request in
