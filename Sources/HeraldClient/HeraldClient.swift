@@ -81,7 +81,7 @@ public final class HeraldClient: Sendable {
             switch event.kind {
             case .snapshot(.currency(let setting)): setting
             case .currency(let currency, _):
-                CurrencySetting(default: currency, available: last?.available ?? Currency.allCases)
+                CurrencySetting(default: currency, available: last?.available ?? Currency.allCases, minorDigits: last?.minorDigits ?? [:])
             default: nil
             }
         }
@@ -145,8 +145,8 @@ public final class HeraldClient: Sendable {
 
     /// Opens an auction.
     @discardableResult
-    public func createAuction(item: String, countdownSeconds: Int? = nil, startingPrice: Int? = nil) async throws -> Auction {
-        let body = try JSONEncoder().encode(NewAuction(item: item, countdownSeconds: countdownSeconds, startingPrice: startingPrice))
+    public func createAuction(item: String, countdownSeconds: Int? = nil, startingPrice: Int? = nil, currency: Currency? = nil) async throws -> Auction {
+        let body = try JSONEncoder().encode(NewAuction(item: item, countdownSeconds: countdownSeconds, startingPrice: startingPrice, currency: currency))
         return try await send("POST", "auctions", body: body)
     }
 
@@ -269,7 +269,7 @@ public final class HeraldClient: Sendable {
     }
 
     private struct NewBid: Encodable { var bidder: String; var amount: Int }
-    private struct NewAuction: Encodable { var item: String; var countdownSeconds: Int?; var startingPrice: Int? }
+    private struct NewAuction: Encodable { var item: String; var countdownSeconds: Int?; var startingPrice: Int?; var currency: Currency? }
     private struct NewUnit: Encodable { var name: String; var status: HeraldUnit.Status }
     private struct NewNotification: Encodable { var object: String?; var userInfo: [String: JSON] }
     private struct PostedID: Decodable { var id: String }

@@ -6,7 +6,7 @@ import Foundation
 // UTC, to the millisecond); `HeraldClient.date(_:)` reads one.
 
 /// An auction: bids raise its price; a countdown runs from the first bid and restarts on every bid;
-/// at zero the leader wins. Prices are in minor units (cents).
+/// at zero the leader wins. Amounts are in minor units of the auction's `currency` (cents, milligrams).
 public struct Auction: Codable, Hashable, Sendable {
     public enum Status: String, Codable, Hashable, Sendable { case open, closed }
     public var id: String
@@ -15,6 +15,8 @@ public struct Auction: Codable, Hashable, Sendable {
     /// The last bid, or the starting price.
     public var price: Int
     public var startingPrice: Int
+    /// What the amounts are minor units of, fixed when the auction opened.
+    public var currency: Currency
     public var leader: String?
     public var bidCount: Int
     public var countdownSeconds: Int
@@ -50,6 +52,8 @@ public enum Currency: String, Codable, Hashable, Sendable, CaseIterable {
 public struct CurrencySetting: Codable, Hashable, Sendable {
     public var `default`: Currency
     public var available: [Currency]
+    /// Digits after the decimal point of each currency's amounts, by name.
+    public var minorDigits: [String: Int]
 }
 
 /// A train trip; its delay and `delayed` follow from its times.
@@ -128,6 +132,7 @@ public struct Tick: Codable, Hashable, Sendable {
     public var auctionId: String
     public var remainingSeconds: Int
     public var price: Int
+    public var currency: Currency
     public var leader: String?
     public var deadline: String?
 }

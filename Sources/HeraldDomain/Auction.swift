@@ -15,6 +15,8 @@ public struct Auction: Sendable {
     public let id: AuctionID
     public let item: String
     public let startingPrice: Int64
+    /// What its amounts are minor units of, fixed when it opens.
+    public let currency: Currency
     public let createdAt: Date
     public internal(set) var status = Status.open
     public internal(set) var bids = BidList()
@@ -22,10 +24,11 @@ public struct Auction: Sendable {
     public internal(set) var closedAt: Date?
     public var countdown: Countdown
 
-    public init(id: AuctionID, item: String, countdownSeconds: Int, startingPrice: Int64, createdAt: Date) {
+    public init(id: AuctionID, item: String, countdownSeconds: Int, startingPrice: Int64, currency: Currency = .dollar, createdAt: Date) {
         self.id = id
         self.item = item
         self.startingPrice = startingPrice
+        self.currency = currency
         self.createdAt = createdAt
         self.countdown = Countdown(seconds: countdownSeconds)
     }
@@ -71,11 +74,14 @@ public struct NewAuction: Sendable, Equatable {
     public let item: String
     public let countdownSeconds: Int
     public let startingPrice: Int64
+    /// nil: the default currency when it opens.
+    public let currency: Currency?
 
-    public init(item: String, countdownSeconds: Int = 7, startingPrice: Int64 = 0) {
+    public init(item: String, countdownSeconds: Int = 7, startingPrice: Int64 = 0, currency: Currency? = nil) {
         self.item = item
         self.countdownSeconds = countdownSeconds
         self.startingPrice = startingPrice
+        self.currency = currency
     }
 }
 

@@ -125,10 +125,11 @@ public final class AuctionHouse: Sendable {
         sink.seed(auctions.map { .auction($0) })
     }
 
-    public func create(_ request: NewAuction) throws(DomainError) -> Auction {
+    /// Opens an auction, priced in the currency it names, else in `defaultCurrency`.
+    public func create(_ request: NewAuction, defaultCurrency: Currency = .dollar) throws(DomainError) -> Auction {
         let number = state.withLock { $0.staged.next ?? $0.nextId }
         let auction = Auction(id: AuctionID(number), item: request.item, countdownSeconds: request.countdownSeconds,
-                              startingPrice: request.startingPrice, createdAt: clock.now)
+                              startingPrice: request.startingPrice, currency: request.currency ?? defaultCurrency, createdAt: clock.now)
         try sink.publish(.auctionOpened(auction))
         stage(auction, action: .ignore, next: number + 1)
         return auction

@@ -4,6 +4,8 @@ public struct StoredAuction: Sendable, Equatable {
     public let id: String
     public let item: String
     public let startingPrice: Int64
+    /// The currency's name (`Currency`'s raw value).
+    public let currency: String
     public let createdAt: String
     public let status: String
     public let countdownSeconds: Int
@@ -16,11 +18,12 @@ public struct StoredAuction: Sendable, Equatable {
     /// When catching up: how many bids the auction has in all (those missed are the last of them).
     public var bidCount: Int?
 
-    public init(id: String, item: String, startingPrice: Int64, createdAt: String, status: String, countdownSeconds: Int,
+    public init(id: String, item: String, startingPrice: Int64, currency: String, createdAt: String, status: String, countdownSeconds: Int,
                 deadline: String?, winner: String?, closedAt: String?, bids: [StoredBid] = []) {
         self.id = id
         self.item = item
         self.startingPrice = startingPrice
+        self.currency = currency
         self.createdAt = createdAt
         self.status = status
         self.countdownSeconds = countdownSeconds

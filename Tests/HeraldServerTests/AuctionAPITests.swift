@@ -169,4 +169,41 @@ import Testing
         #expect(wrong.status == 405)
         #expect(wrong.header("Allow") == "GET, HEAD, OPTIONS, POST")
     }
+
+    /// An auction is priced in a currency: the default when it opens, or the one it names. Every answer
+    /// and event says which; a later change of the default leaves it as it is (no rates are invented);
+    /// it survives a restart; an unknown currency is 422 and opens nothing.
+    @Test func anAuctionIsPricedInItsCurrency() throws {
+        let directory = temporaryDataDirectory()
+        defer { removeTemporaryDirectory(directory) }
+        var ids: [String] = []
+        do {
+            let server = try TestHerald(dataDirectory: directory)
+            defer { server.stop() }
+            let client = server.client()
+            #expect(try client.put("/currency", #"{"default":"euro"}"#).status == 200)
+            let euro = try client.post("/auctions", #"{"item":"Vase","countdownSeconds":60,"startingPrice":500}"#)
+            #expect(euro.status == 201 && euro.json["currency"] as? String == "euro", "\(euro.text)")
+            let gold = try client.post("/auctions", #"{"item":"Ring","countdownSeconds":60,"currency":"gramGold"}"#)
+            #expect(gold.json["currency"] as? String == "gramGold")
+            ids = [try #require(euro.json["id"] as? String), try #require(gold.json["id"] as? String)]
+            let stream = try server.stream("/auctions/\(ids[0])/events")
+            defer { stream.close() }
+            #expect((try stream.next().json["auction"] as? [String: Any])?["currency"] as? String == "euro")
+            #expect(try client.put("/currency", #"{"default":"dollar"}"#).status == 200)
+            let bid = try client.post("/auctions/\(ids[0])/bids", #"{"bidder":"ann","amount":650}"#)
+            #expect((bid.json["auction"] as? [String: Any])?["currency"] as? String == "euro", "the default's change moved nothing")
+            let tick = try stream.next(named: "tick")
+            #expect(tick.json["currency"] as? String == "euro" && tick.json["price"] as? Int == 650)
+            let wrong = try client.post("/auctions", #"{"item":"Lamp","currency":"bitcoin"}"#)
+            #expect(wrong.status == 422 && wrong.text.contains("bitcoin") && wrong.text.contains("turkishLira"), "\(wrong.text)")
+            #expect((try client.get("/auctions").json["auctions"] as? [Any])?.count == 2)
+            let currency = try client.get("/currency").json["minorDigits"] as? [String: Int]
+            #expect(currency?["euro"] == 2 && currency?["gramGold"] == 3)
+        }
+        let server = try TestHerald(dataDirectory: directory)
+        defer { server.stop() }
+        #expect(try server.client().get("/auctions/\(ids[0])").json["currency"] as? String == "euro")
+        #expect(try server.client().get("/auctions/\(ids[1])").json["currency"] as? String == "gramGold")
+    }
 }

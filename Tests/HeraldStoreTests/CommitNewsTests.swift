@@ -6,7 +6,7 @@ import Testing
 /// changes, cut into payloads under PostgreSQL's 8,000 bytes, and read back whole.
 struct CommitNewsTests {
     let auction: StoredAuction = {
-        var auction = StoredAuction(id: "12", item: "Clock ⏰", startingPrice: 10, createdAt: "2026-11-27T06:00:00Z", status: "open",
+        var auction = StoredAuction(id: "12", item: "Clock ⏰", startingPrice: 10, currency: "euro", createdAt: "2026-11-27T06:00:00Z", status: "open",
                                     countdownSeconds: 30, deadline: "2026-11-27T06:00:31Z", winner: nil, closedAt: nil)
         auction.bidCount = 4
         return auction

@@ -22,7 +22,7 @@ struct PostgresStoreTests {
 
     @Test func eventsRecordsAuctionsAndBidsRoundTripAcrossReopening() throws {
         let url = try TestPostgres.database()
-        let auction = StoredAuction(id: "7", item: "Watch 'n' chain", startingPrice: 100, createdAt: "2026-11-23T06:00:00Z",
+        let auction = StoredAuction(id: "7", item: "Watch 'n' chain", startingPrice: 100, currency: "euro", createdAt: "2026-11-23T06:00:00Z",
                                     status: "open", countdownSeconds: 7, deadline: "2026-11-23T06:00:07Z", winner: nil, closedAt: nil)
         do {
             let store = try PostgresStore(url: url)
@@ -106,7 +106,7 @@ struct PostgresStoreTests {
         let url = try TestPostgres.database()
         let (first, second) = (try PostgresStore(url: url), try PostgresStore(url: url))
         let auction = { (id: String) in
-            StoredAuction(id: id, item: "Lot \(id)", startingPrice: 1, createdAt: "2026-11-23T06:00:00Z", status: "open",
+            StoredAuction(id: id, item: "Lot \(id)", startingPrice: 1, currency: "euro", createdAt: "2026-11-23T06:00:00Z", status: "open",
                           countdownSeconds: 60, deadline: nil, winner: nil, closedAt: nil)
         }
         try first.beginBatch()
@@ -190,7 +190,7 @@ struct PostgresStoreTests {
     @Test func aBatchThatHeardOfACommitReadsWhatItMissedWithItsLock() throws {
         let url = try TestPostgres.database()
         let (first, second) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        let auction = StoredAuction(id: "1", item: "Lot", startingPrice: 1, createdAt: "2026-11-26T06:00:00Z", status: "open",
+        let auction = StoredAuction(id: "1", item: "Lot", startingPrice: 1, currency: "euro", createdAt: "2026-11-26T06:00:00Z", status: "open",
                                     countdownSeconds: 60, deadline: nil, winner: nil, closedAt: nil)
         try first.beginBatch()
         try first.commit(event: event(1), records: [RecordChange(kind: "unit", id: "a", document: [1])], auction: auction,
@@ -239,7 +239,7 @@ struct PostgresStoreTests {
     @Test func aStoreTakesInAnotherStoresCommitFromItsNewsWithoutReadingIt() throws {
         let url = try TestPostgres.database()
         let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        let auction = StoredAuction(id: "1", item: "Lot ü", startingPrice: 1, createdAt: "2026-11-26T06:00:00Z", status: "open",
+        let auction = StoredAuction(id: "1", item: "Lot ü", startingPrice: 1, currency: "euro", createdAt: "2026-11-26T06:00:00Z", status: "open",
                                     countdownSeconds: 60, deadline: "2999-01-01T00:00:00Z", winner: nil, closedAt: nil)
         func counted(_ auction: StoredAuction, _ count: Int) -> StoredAuction { var auction = auction; auction.bidCount = count; return auction }
         try writer.commit(event: textEvent(1), records: [RecordChange(kind: "unit", id: "gone", document: Array("{}".utf8))],

@@ -107,7 +107,7 @@ import Testing
         let dir = directory()
         defer { removeTemporaryDirectory(dir) }
         func auction(_ status: String, deadline: String?, winner: String? = nil) -> StoredAuction {
-            StoredAuction(id: "7", item: "lamp", startingPrice: 5, createdAt: "2026-11-22T10:00:00Z", status: status,
+            StoredAuction(id: "7", item: "lamp", startingPrice: 5, currency: "euro", createdAt: "2026-11-22T10:00:00Z", status: status,
                           countdownSeconds: 60, deadline: deadline, winner: winner, closedAt: winner == nil ? nil : "2026-11-22T10:02:00Z")
         }
         do {
@@ -151,7 +151,7 @@ import Testing
     @Test func aChangeRefusedInABatchUndoesOnlyItsOwnWrites() throws {
         let dir = directory()
         defer { removeTemporaryDirectory(dir) }
-        let auction = StoredAuction(id: "7", item: "lamp", startingPrice: 5, createdAt: "2026-11-22T10:00:00Z", status: "open",
+        let auction = StoredAuction(id: "7", item: "lamp", startingPrice: 5, currency: "euro", createdAt: "2026-11-22T10:00:00Z", status: "open",
                                     countdownSeconds: 60, deadline: nil, winner: nil, closedAt: nil)
         func bid(_ number: Int) -> StoredBid { StoredBid(number: number, bidder: "b\(number)", amount: Int64(number * 10), at: "2026-11-22T10:00:01Z") }
         do {
@@ -308,9 +308,10 @@ import Testing
         let dir = directory()
         defer { removeTemporaryDirectory(dir) }
         _ = try SQLiteStore(directory: dir)
-        // As schema 2 left it: no names, two steps counted, no table of kept answers.
+        // As schema 2 left it: no names, two steps counted, no table of kept answers, no currencies.
         try sqlite(dir, "DROP TABLE migrations")
         try sqlite(dir, "DROP TABLE answers")
+        try sqlite(dir, "ALTER TABLE auctions DROP COLUMN currency")
         try sqlite(dir, "PRAGMA user_version = 2")
         _ = try SQLiteStore(directory: dir)
         #expect(try sqlite(dir, "SELECT count(*) FROM sqlite_schema WHERE name = 'answers'") == "1", "the third step ran")

@@ -1,5 +1,8 @@
 """The live page in two real browsers: what one does, the other sees."""
 import json
+import os
+import re
+from decimal import Decimal
 
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
@@ -21,6 +24,11 @@ def text(browser, element_id):
     return browser.find_element(By.ID, element_id).text
 
 
+def amount(browser, element_id):
+    """The amount an element shows, in minor units (its text is the amount formatted in its currency)."""
+    return int(browser.find_element(By.ID, element_id).get_attribute("data-amount"))
+
+
 def connected(browser):
     return browser.find_element(By.ID, "connection").get_attribute("data-state") == "connected"
 
@@ -34,11 +42,13 @@ def page(herald, browsers):
     return browsers
 
 
-def bid(browser, bidder, amount):
+def bid(browser, bidder, minor):
+    """Bids `minor` units of the selected auction's currency, typed as a reader would: `1.50` for 150 cents."""
     browser.find_element(By.ID, "bidder").clear()
     browser.find_element(By.ID, "bidder").send_keys(bidder)
+    step = Decimal(browser.find_element(By.ID, "amount").get_attribute("step"))
     browser.find_element(By.ID, "amount").clear()
-    browser.find_element(By.ID, "amount").send_keys(str(amount))
+    browser.find_element(By.ID, "amount").send_keys(format(Decimal(minor) * step, "f"))
     browser.find_element(By.ID, "bid-button").click()
 
 
@@ -58,18 +68,33 @@ def test_the_page_is_served_with_a_strict_policy(herald):
 
 def test_a_bid_in_one_session_shows_in_the_other(page):
     first, second = page
-    before = int(text(second, "auction-price"))
+    before = amount(second, "auction-price")
     bid(first, "ann", before + 50)
     # No speed is asserted here (a loaded machine makes any such figure a coin toss): the wait is
     # generous, and the time from a bid to its event is measured in Benchmarks/.
-    wait(second, lambda: text(second, "auction-price") == str(before + 50), 20, "the other session sees the bid")
+    wait(second, lambda: amount(second, "auction-price") == before + 50, 20, "the other session sees the bid")
     assert text(second, "auction-leader") == "ann"
+    # The example auction is priced in dollars: its amounts read as money, with the point.
+    assert text(second, "auction-price") == f"${(before + 50) // 100:,}.{(before + 50) % 100:02d}"
 
 
-def test_a_bid_that_is_too_low_shows_the_problem_inline(page):
+def test_a_bid_that_is_too_low_shows_the_problem_inline_and_it_stays_with_its_auction(herald, page):
     first, _ = page
     bid(first, "bob", 1)
     wait(first, lambda: "too low" in text(first, "bid-problem"), 20, "the 409 problem shows next to the form")
+    # Another auction shows no problem of this one's; back on this one, its problem is there again.
+    own = Select(first.find_element(By.ID, "auction-select")).first_selected_option.get_attribute("value")
+    other = herald.request("POST", "/auctions", {"item": "Other lot", "countdownSeconds": 60})["id"]
+    first.refresh()
+    wait(first, lambda: connected(first), 20)
+    wait(first, lambda: other in [o.get_attribute("value") for o in Select(first.find_element(By.ID, "auction-select")).options], 20)
+    bid(first, "bob", 1)
+    wait(first, lambda: "too low" in text(first, "bid-problem"), 20)
+    Select(first.find_element(By.ID, "auction-select")).select_by_value(other)
+    wait(first, lambda: text(first, "auction-item-name") == "Other lot", 20)
+    assert text(first, "bid-problem") == "", "the other auction's problem is not this one's"
+    Select(first.find_element(By.ID, "auction-select")).select_by_value(own)
+    wait(first, lambda: "too low" in text(first, "bid-problem"), 20, "back on the auction, its problem shows again")
 
 
 def test_the_countdown_reaches_zero_and_both_show_the_winner(herald, page):
@@ -99,10 +124,16 @@ def test_the_countdown_reaches_zero_and_both_show_the_winner(herald, page):
     assert "1 s" in shown or "2 s" in shown, f"the countdown ticked: {shown}"
 
 
-def test_a_currency_change_in_one_session_shows_in_the_other(page):
+def test_a_currency_change_in_one_session_shows_in_the_other(herald, page):
     first, second = page
     Select(first.find_element(By.ID, "currency-select")).select_by_value("gramGold")
     wait(second, lambda: Select(second.find_element(By.ID, "currency-select")).first_selected_option.get_attribute("value") == "gramGold", 20)
+    # The lobby's total follows the default currency: it sums the open auctions priced in it.
+    wait(second, lambda: text(second, "lobby-total").startswith("Open in gramGold: "), 20, "the total follows the currency")
+    gold = herald.request("POST", "/auctions", {"item": "Gold bar", "countdownSeconds": 600, "startingPrice": 1250})["id"]
+    wait(second, lambda: text(second, "lobby-total").startswith("Open in gramGold: 1.250 g gold"), 20,
+         f"a gold auction's price is in the total ({text(second, 'lobby-total')})")
+    assert gold
 
 
 def test_one_more_minute_turns_the_delay_red_in_the_other_session(herald, page):
@@ -194,7 +225,7 @@ def lobby(browser):
     """The lobby as shown: auction id -> its price."""
     # Read in one script: the list is redrawn on every event, so elements found one by one go stale.
     return dict(browser.execute_script(
-        "return [...document.querySelectorAll('#lobby li')].map((li) => [li.dataset.auction, li.querySelector('.price').textContent])"))
+        "return [...document.querySelectorAll('#lobby li')].map((li) => [li.dataset.auction, li.querySelector('.price').dataset.amount])"))
 
 
 def test_the_lobby_follows_new_auctions_bids_and_closes_without_a_reload(herald, page):
@@ -226,13 +257,26 @@ def test_the_page_shows_who_watches_the_auction(herald, page):
     def watching():
         return text(first, "auction-watching")
 
-    wait(first, lambda: watching().startswith("2 tabs"), 20, f"two sessions watch ({watching()})")
+    wait(first, lambda: watching().startswith("2 streams"), 20, f"two sessions watch ({watching()})")
     third = make_browser()
     try:
         third.get(herald.origin + "/")
         wait(third, lambda: connected(third), 20, "the third session connects")
         Select(third.find_element(By.ID, "auction-select")).select_by_value(auction)
-        wait(first, lambda: watching().startswith("3 tabs"), 20, f"a third comes ({watching()})")
+        wait(first, lambda: watching().startswith("3 streams"), 20, f"a third comes ({watching()})")
     finally:
         third.quit()
-    wait(first, lambda: watching().startswith("2 tabs"), 30, f"and goes ({watching()})")
+    wait(first, lambda: watching().startswith("2 streams"), 30, f"and goes ({watching()})")
+
+
+def test_the_readme_screenshot_is_this_page(herald, page):
+    """docs/live-page.png is made here, from the page as the tests left it: it cannot go stale."""
+    browser = page[0]
+    browser.set_window_size(1280, 1100)
+    wait(browser, lambda: connected(browser), 20)
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "live-page.png")
+    assert browser.save_screenshot(path)
+    with open(path, "rb") as image:
+        head = image.read(24)
+    assert head.startswith(b"\x89PNG") and int.from_bytes(head[16:20], "big") > 0
+

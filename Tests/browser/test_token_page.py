@@ -5,9 +5,10 @@ import subprocess
 import herald_process
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 from conftest import ARTIFACTS, make_browser, serving
-from test_live_page import bid, connected, text, wait
+from test_live_page import amount, bid, connected, text, wait
 
 SECRET = "browser-test-secret-0123456789abcdef"
 
@@ -26,9 +27,20 @@ def test_the_page_works_with_a_token_and_bids_as_its_user(secured):
     browser = make_browser()
     try:
         browser.get(secured.origin + "/")
-        # Reads are open, the stream is not: the page lists the auctions but does not connect.
-        wait(browser, lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "reconnecting",
+        # Reads are open, the stream is not: the page lists the auctions, does not connect, and says
+        # that a token is what it lacks (not that one was refused), there and in the token field.
+        wait(browser, lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "token-needed",
              20, "the stream is refused without a token")
+        assert "needs a token" in text(browser, "connection")
+        assert "needs a token" in text(browser, "token-problem")
+        assert "required" in browser.find_element(By.ID, "token").get_attribute("placeholder")
+        # A refused change puts its control back.
+        select = Select(browser.find_element(By.ID, "currency-select"))
+        kept = select.first_selected_option.get_attribute("value")
+        other = next(o.get_attribute("value") for o in select.options if o.get_attribute("value") != kept)
+        select.select_by_value(other)
+        wait(browser, lambda: "token" in text(browser, "currency-problem"), 20, "the 401 shows by the select")
+        assert Select(browser.find_element(By.ID, "currency-select")).first_selected_option.get_attribute("value") == kept
         before = secured.request("GET", "/auctions/1")["price"]
         bid(browser, "", before + 10)
         wait(browser, lambda: "token" in text(browser, "bid-problem"), 20, "the 401 shows next to the form")
@@ -38,8 +50,9 @@ def test_the_page_works_with_a_token_and_bids_as_its_user(secured):
                                                              "--subscribe", "*"))
         browser.find_element(By.ID, "token-button").click()
         wait(browser, lambda: connected(browser), 20, "the page connects with the token")
+        assert browser.find_element(By.ID, "bidder").get_attribute("value") == "carol", "the bidder is the token's user"
         bid(browser, "", before + 10)
-        wait(browser, lambda: text(browser, "auction-price") == str(before + 10), 20, "the bid shows through the stream")
+        wait(browser, lambda: amount(browser, "auction-price") == before + 10, 20, "the bid shows through the stream")
         assert text(browser, "auction-leader") == "carol"
         # Another name than the token's user is refused.
         bid(browser, "mallory", before + 20)

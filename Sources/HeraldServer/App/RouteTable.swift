@@ -13,7 +13,7 @@ enum RouteTable {
                        logger: Logger) -> (router: Router, quickReads: [(pattern: String, read: QuickReads.Read)]) {
         let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access, leases: leases, presence: presence) { status(of: $0, in: subjects) }
         var routes = Routes(logger: logger, journal: journal, access: access)
-        routes.addAuctions(subjects.auctions, events: events)
+        routes.addAuctions(subjects.auctions, currency: subjects.currency, events: events)
         routes.addCurrency(subjects.currency, events: events)
         routes.addTrips(subjects.trips, events: events)
         routes.addUnits(subjects.units, events: events)

@@ -123,7 +123,7 @@ extension Journal {
             let topic = AuctionHouse.topic(auction.id)
             return Entry(topic: topic, event: .tick, payload: [
                 "auctionId": .string(auction.id.description), "remainingSeconds": .integer(remaining),
-                "price": .int(auction.price), "leader": .optional(auction.leader),
+                "price": .int(auction.price), "currency": .string(auction.currency.rawValue), "leader": .optional(auction.leader),
                 "deadline": Timestamp.json(auction.countdown.deadline),
             ], values: [(topic, ["auction": auction.json(at: now)])], durable: false)
         case .auctionClosed(let auction):

@@ -486,7 +486,7 @@ final class Journal: ChangeSink {
     /// An auction's fields as the store keeps them.
     static func stored(_ auction: Auction) -> StoredAuction {
         var stored = StoredAuction(id: auction.id.description, item: auction.item, startingPrice: auction.startingPrice,
-                                   createdAt: Timestamp.format(auction.createdAt), status: auction.status.rawValue,
+                                   currency: auction.currency.rawValue, createdAt: Timestamp.format(auction.createdAt), status: auction.status.rawValue,
                                    countdownSeconds: auction.countdown.seconds, deadline: auction.countdown.deadline.map(Timestamp.format),
                                    winner: auction.winner, closedAt: auction.closedAt.map(Timestamp.format))
         // Other replicas check the bids they take in against it.
@@ -501,13 +501,13 @@ final class Journal: ChangeSink {
     /// An auction as it was stored; nil when a field does not read.
     static func auction(_ stored: StoredAuction) -> Auction? {
         guard let id = AuctionID(stored.id), let createdAt = Timestamp.parse(stored.createdAt),
-              let status = Auction.Status(rawValue: stored.status) else { return nil }
+              let status = Auction.Status(rawValue: stored.status), let currency = Currency(rawValue: stored.currency) else { return nil }
         var bids: [Bid] = []
         for bid in stored.bids {
             guard let at = Timestamp.parse(bid.at) else { return nil }
             bids.append(Bid(number: bid.number, bidder: bid.bidder, amount: bid.amount, at: at))
         }
-        return Auction(id: id, item: stored.item, startingPrice: stored.startingPrice, createdAt: createdAt, status: status,
+        return Auction(id: id, item: stored.item, startingPrice: stored.startingPrice, currency: currency, createdAt: createdAt, status: status,
                        countdownSeconds: stored.countdownSeconds, deadline: stored.deadline.flatMap(Timestamp.parse),
                        winner: stored.winner, closedAt: stored.closedAt.flatMap(Timestamp.parse), bids: bids)
     }

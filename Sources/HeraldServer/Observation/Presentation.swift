@@ -23,7 +23,7 @@ extension Auction {
     func json(at now: Date) -> JSONValue {
         [
             "id": .string(id.description), "item": .string(item), "status": .string(status.rawValue),
-            "price": .int(price), "startingPrice": .int(startingPrice), "leader": .optional(leader),
+            "price": .int(price), "startingPrice": .int(startingPrice), "currency": .string(currency.rawValue), "leader": .optional(leader),
             "bidCount": .integer(bids.count), "countdownSeconds": .integer(countdown.seconds),
             "remainingSeconds": .optional(countdown.remaining(at: now)), "deadline": Timestamp.json(countdown.deadline),
             "winner": .optional(winner),
@@ -59,7 +59,8 @@ extension HeraldDomain.Unit {
 
 extension Currency {
     var json: JSONValue {
-        ["default": .string(rawValue), "available": .array(Currency.allCases.map { .string($0.rawValue) })]
+        ["default": .string(rawValue), "available": .array(Currency.allCases.map { .string($0.rawValue) }),
+         "minorDigits": .object(Currency.allCases.map { ($0.rawValue, .integer($0.minorDigits)) })]
     }
 }
 

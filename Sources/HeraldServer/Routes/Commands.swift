@@ -14,8 +14,13 @@ extension NewAuction {
         let item = reader.string("item", length: 1...200)
         let countdown = reader.integer("countdownSeconds", required: false, range: 1...3600)
         let price = reader.integer("startingPrice", required: false, range: 0...Money.maximum)
+        let currency = reader.string("currency", required: false, length: 1...20)
+        let named = currency.flatMap(Currency.init(rawValue:))
+        if let currency, named == nil {
+            reader.fail("currency", "must be one of " + Currency.allCases.map(\.rawValue).joined(separator: ", ") + ", not '\(currency)'")
+        }
         try reader.finish()
-        self.init(item: item ?? "", countdownSeconds: Int(countdown ?? 7), startingPrice: price ?? 0)
+        self.init(item: item ?? "", countdownSeconds: Int(countdown ?? 7), startingPrice: price ?? 0, currency: named)
     }
 }
 

@@ -6,14 +6,14 @@ import HeraldJSON
 import Synchronization
 
 extension Routes {
-    mutating func addAuctions(_ auctions: AuctionHouse, events: EventRoutes) {
+    mutating func addAuctions(_ auctions: AuctionHouse, currency: CurrencySetting, events: EventRoutes) {
         let encodings = AuctionEncodings()
         write(.post, "/auctions", topic: "auctions/*") { request, _ in
             // The new auction has no version yet: an `If-Match` cannot hold (RFC 9110 §13.1.1).
             try Preconditions(request).require(nil, "a new auction")
             let new = try NewAuction(json: try request.json())
             return { () throws(DomainError) in
-                let auction = try auctions.create(new)
+                let auction = try auctions.create(new, defaultCurrency: currency.latest)
                 return .json(auction.json(at: auctions.now), status: .created, headers: [.location: "/auctions/\(auction.id)"])
             }
         }

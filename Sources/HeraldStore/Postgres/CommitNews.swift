@@ -69,6 +69,7 @@ public struct CommitNews: Sendable {
                 optional(auction.deadline)
                 optional(auction.winner)
                 optional(auction.closedAt)
+                field(auction.currency)
                 // A memory that cannot tell the count reads the batch back.
                 guard let count = auction.bidCount else { carried = false; return }
                 field(String(count))
@@ -154,8 +155,8 @@ public struct CommitNews: Sendable {
                 guard let id = reader.text(), let item = reader.text(), let price = reader.text().flatMap({ Int64($0) }),
                       let createdAt = reader.text(), let status = reader.text(), let seconds = reader.text().flatMap({ Int($0) }),
                       let deadline = reader.optionalText(), let winner = reader.optionalText(), let closedAt = reader.optionalText(),
-                      let count = reader.text().flatMap({ Int($0) }) else { return nil }
-                var auction = StoredAuction(id: id, item: item, startingPrice: price, createdAt: createdAt, status: status,
+                      let currency = reader.text(), let count = reader.text().flatMap({ Int($0) }) else { return nil }
+                var auction = StoredAuction(id: id, item: item, startingPrice: price, currency: currency, createdAt: createdAt, status: status,
                                             countdownSeconds: seconds, deadline: deadline, winner: winner, closedAt: closedAt)
                 auction.bidCount = count
                 lastAuction = Self.add(auction, to: &auctions)

@@ -4,7 +4,11 @@ enum PostgresMigrations {
     static let all = [
         Migration("0001-events-records-auctions", initial), Migration("0002-kept-answers", answers), Migration("0003-revisions", revisions),
         Migration("0004-bid-revisions", bidRevisions), Migration("0005-channel-key", channelKey),
+        Migration("0006-auction-currency", auctionCurrency),
     ]
+
+    /// An auction is priced in a currency. Those from before were shown in dollars.
+    static let auctionCurrency = "ALTER TABLE herald_auctions ADD COLUMN currency text NOT NULL DEFAULT 'dollar';"
 
     /// The key that seals the replicas' notifications (`ChannelSeal`): readable by Herald's role (the
     /// table's owner) and by no other that is not granted it.

@@ -82,7 +82,7 @@ extension PostgresStore {
         let bidCount = missed == nil ? "" : ", (SELECT max(number) FROM herald_bids b WHERE b.auction_id = herald_auctions.id)"
         return [
             ("""
-             SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at, revision\(bidCount)
+             SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at, revision, currency\(bidCount)
              FROM herald_auctions \(filter) ORDER BY length(id), id
              """, parameters),
             ("SELECT auction_id, number, bidder, amount, at, revision FROM herald_bids \(bidFilter) ORDER BY auction_id, number", parameters),
@@ -97,10 +97,10 @@ extension PostgresStore {
             let id = row[0] ?? ""
             index[id] = auctions.count
             auctions.append(StoredAuction(
-                id: id, item: row[1] ?? "", startingPrice: Int64(row[2] ?? "") ?? 0, createdAt: row[3] ?? "",
+                id: id, item: row[1] ?? "", startingPrice: Int64(row[2] ?? "") ?? 0, currency: row[10] ?? "", createdAt: row[3] ?? "",
                 status: row[4] ?? "", countdownSeconds: Int(row[5] ?? "") ?? 0, deadline: row[6], winner: row[7],
                 closedAt: row[8]))
-            if row.count > 10 { auctions[auctions.count - 1].bidCount = Int(row[10] ?? "0") ?? 0 }
+            if row.count > 11 { auctions[auctions.count - 1].bidCount = Int(row[11] ?? "0") ?? 0 }
         }
         for row in bids.rows where newer(row[5], than: after) {
             guard let position = index[row[0] ?? ""] else { continue }
@@ -123,14 +123,14 @@ extension PostgresStore {
         if let auction {
             statements.append(("""
                 INSERT INTO herald_auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at,
-                    revision)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    revision, currency)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, deadline = excluded.deadline,
                     winner = excluded.winner, closed_at = excluded.closed_at, revision = excluded.revision
                 """, [
                     .text(auction.id), .text(auction.item), .int(auction.startingPrice), .text(auction.createdAt), .text(auction.status),
                     .int(Int64(auction.countdownSeconds)), .optional(auction.deadline), .optional(auction.winner), .optional(auction.closedAt),
-                    .int(revision),
+                    .int(revision), .text(auction.currency),
                 ]))
             if let bid {
                 statements.append(("INSERT INTO herald_bids (auction_id, number, bidder, amount, at, revision) VALUES ($1, $2, $3, $4, $5, $6)",

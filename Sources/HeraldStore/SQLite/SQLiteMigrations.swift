@@ -5,8 +5,11 @@ enum SQLiteMigrations {
     static let all = [
         Migration("0001-events-records", version1), Migration("0002-auctions-bids", version2),
         Migration("0003-kept-answers", version3), Migration("0004-events-without-time-index", version4),
-        Migration("0005-sequence-from-events", version5),
+        Migration("0005-sequence-from-events", version5), Migration("0006-auction-currency", version6),
     ]
+
+    /// An auction is priced in a currency. Those from before were shown in dollars.
+    static let version6 = "ALTER TABLE auctions ADD COLUMN currency TEXT NOT NULL DEFAULT 'dollar'"
 
     /// Runs the steps the database has not run, each in its own transaction with its name.
     static func migrate(_ connection: Connection, path: String) throws(StoreError) {

@@ -211,7 +211,7 @@ public final class SQLiteStore: Store {
                 state.records[records.text(0) ?? "", default: []].append((records.text(1) ?? "", records.blob(2)))
             }
             let auctions = try connection.statement("""
-                SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at
+                SELECT id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at, currency
                 FROM auctions ORDER BY length(id), id
                 """)
             var index: [String: Int] = [:]
@@ -219,7 +219,8 @@ public final class SQLiteStore: Store {
                 let id = auctions.text(0) ?? ""
                 index[id] = state.auctions.count
                 state.auctions.append(StoredAuction(
-                    id: id, item: auctions.text(1) ?? "", startingPrice: auctions.int(2), createdAt: auctions.text(3) ?? "",
+                    id: id, item: auctions.text(1) ?? "", startingPrice: auctions.int(2), currency: auctions.text(9) ?? "",
+                    createdAt: auctions.text(3) ?? "",
                     status: auctions.text(4) ?? "", countdownSeconds: Int(auctions.int(5)), deadline: auctions.text(6),
                     winner: auctions.text(7), closedAt: auctions.text(8)))
             }
@@ -261,8 +262,9 @@ public final class SQLiteStore: Store {
                 }
                 if let auction {
                     let upsert = try connection.statement("""
-                        INSERT INTO auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO auctions (id, item, starting_price, created_at, status, countdown_seconds, deadline, winner, closed_at,
+                            currency)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO UPDATE SET status = excluded.status, deadline = excluded.deadline,
                             winner = excluded.winner, closed_at = excluded.closed_at
                         """)
@@ -275,6 +277,7 @@ public final class SQLiteStore: Store {
                     try upsert.bind(7, auction.deadline)
                     try upsert.bind(8, auction.winner)
                     try upsert.bind(9, auction.closedAt)
+                    try upsert.bind(10, auction.currency)
                     try upsert.run()
                     if let bid {
                         let insert = try connection.statement("INSERT INTO bids (auction_id, number, bidder, amount, at) VALUES (?, ?, ?, ?, ?)")

@@ -21,7 +21,33 @@ const view = {
   resyncedUntil: 0,
   // A token (JWT) for a Herald that needs one; kept for this tab only.
   token: sessionStorage.getItem("herald.token") || "",
+  // The default currency as Herald last said, and each currency's digits after the point.
+  currency: null,
+  minorDigits: { dollar: 2, euro: 2, turkishLira: 2, gramGold: 3 },
+  // A refused bid's problem, by the auction it was for: shown only while that auction is.
+  bidProblems: new Map(),
+  // Digits of the selected auction's currency, for the amount field.
+  auctionDigits: 2,
 };
+
+// ---- Money --------------------------------------------------------------------------------------
+
+const currencyCodes = { dollar: "USD", euro: "EUR", turkishLira: "TRY" };
+
+/** An amount of minor units, formatted in its currency: `$1.50`, `€12.00`, `1.250 g gold`. */
+function money(amount, currency) {
+  const digits = view.minorDigits[currency] ?? 2;
+  const value = amount / 10 ** digits;
+  const code = currencyCodes[currency];
+  if (!code) return `${value.toFixed(digits)} g gold`;
+  return new Intl.NumberFormat("en-US", { style: "currency", currency: code, minimumFractionDigits: digits, maximumFractionDigits: digits })
+    .format(value);
+}
+
+/** The field's amount (in the currency's units, as typed) in minor units. */
+function minorUnits(text, digits) {
+  return Math.round(Number(text) * 10 ** digits);
+}
 
 // ---- HTTP -------------------------------------------------------------------------------------
 
@@ -106,7 +132,28 @@ function startHerald() {
       setConnection("connecting", "connecting…");
     }
   });
-  herald.on("error", (error) => setConnection("reconnecting", error.message));
+  herald.on("error", async (error) => {
+    if (!view.token && await needsToken()) askForToken();
+    else setConnection("reconnecting", error.message);
+  });
+}
+
+/** Whether Herald refuses a stream for want of a token (401), as a keyed Herald does. */
+async function needsToken() {
+  const controller = new AbortController();
+  try {
+    const response = await fetch("/events?topic=currency&snapshot=false", { signal: controller.signal });
+    controller.abort();
+    return response.status === 401;
+  } catch (error) {
+    return false;
+  }
+}
+
+function askForToken() {
+  setConnection("token-needed", "Herald needs a token: paste one in the Token field");
+  $("token").placeholder = "required: this Herald has a key";
+  $("token-problem").textContent = "This Herald needs a token to stream and to change (herald token --key … --sub you).";
 }
 
 /** (Re)subscribes to what is on screen. */
@@ -129,7 +176,7 @@ function subscribe() {
   on("tick", (data) => showRemaining(data.remainingSeconds));
   on("closed", (data) => { showAuction(data.auction); lobbyPut(data.auction); });
   on("auction", (data) => lobbyPut(data.auction));
-  on("currency", (data) => { $("currency-select").value = data.default; });
+  on("currency", (data) => { view.currency = data.default; $("currency-select").value = data.default; showLobby(); });
   on("trip", (data) => showTrip(data.trip));
   on("unit", (data) => { view.units.set(data.unit.id, data.unit); showUnits(); });
   on("notification", logNotification);
@@ -148,10 +195,12 @@ function isWatched(data) {
   return data.topic === `presence/auctions/${view.auctionId}`;
 }
 
+/** Who watches: the streams open on the auction (a browser's tabs share one), and with tokens the people. */
 function showWatching() {
   const { watchers, users, truncated } = view.watching;
-  const names = truncated ? "" : [...users].sort().join(", ");
-  $("auction-watching").textContent = `${watchers} ${watchers === 1 ? "tab" : "tabs"}${names ? `: ${names}` : ""}`;
+  const streams = `${watchers} ${watchers === 1 ? "stream" : "streams"}`;
+  const people = users.size === 1 ? "1 person" : `${users.size} people`;
+  $("auction-watching").textContent = users.size === 0 || truncated ? streams : `${people} (${streams}): ${[...users].sort().join(", ")}`;
 }
 
 function snapshot(data) {
@@ -190,7 +239,10 @@ function showAuction(auction) {
   const option = [...$("auction-select").options].find((o) => o.value === auction.id);
   if (option) option.textContent = auctionLabel(auction);
   $("auction-item-name").textContent = auction.item;
-  $("auction-price").textContent = String(auction.price);
+  const price = $("auction-price");
+  price.textContent = money(auction.price, auction.currency);
+  price.dataset.amount = String(auction.price);
+  view.auctionDigits = view.minorDigits[auction.currency] ?? 2;
   $("auction-leader").textContent = auction.leader || "—";
   $("auction-bids").textContent = String(auction.bidCount);
   const closed = auction.status === "closed";
@@ -201,7 +253,10 @@ function showAuction(auction) {
   winner.classList.toggle("won", closed && !!auction.winner);
   $("bid-button").disabled = closed;
   const amount = $("amount");
-  if (!amount.value || Number(amount.value) <= auction.price) amount.placeholder = `more than ${auction.price}`;
+  amount.step = String(10 ** -view.auctionDigits);
+  amount.placeholder = `more than ${money(auction.price, auction.currency)}`;
+  $("amount-label").textContent = `Amount (${auction.currency})`;
+  $("bid-problem").textContent = view.bidProblems.get(auction.id) || "";
 }
 
 /** An auction's new state in the lobby: shown while open, gone once closed. */
@@ -215,6 +270,16 @@ function lobbyPut(auction) {
 function showLobby() {
   const auctions = [...view.lobby.values()].sort((a, b) => Number(a.id) - Number(b.id));
   $("lobby-empty").hidden = auctions.length > 0;
+  // The total of the open auctions priced in the default currency; the others are counted apart
+  // (Herald knows no exchange rates). A change of the default currency changes what it sums.
+  if (view.currency) {
+    const priced = auctions.filter((auction) => auction.currency === view.currency);
+    const total = priced.reduce((sum, auction) => sum + auction.price, 0);
+    const others = auctions.length - priced.length;
+    const total$ = $("lobby-total");
+    total$.textContent = `Open in ${view.currency}: ${money(total, view.currency)}${others ? `, and ${others} in other currencies` : ""}`;
+    total$.dataset.amount = String(total);
+  }
   $("lobby").replaceChildren(...auctions.map((auction) => {
     const item = document.createElement("li");
     item.dataset.auction = auction.id;
@@ -229,7 +294,8 @@ function showLobby() {
     });
     const price = document.createElement("span");
     price.className = "price";
-    price.textContent = String(auction.price);
+    price.textContent = money(auction.price, auction.currency);
+    price.dataset.amount = String(auction.price);
     item.append(pick, price);
     return item;
   }));
@@ -251,11 +317,14 @@ async function loadAuctions(select) {
 // ---- Currency, trip, units, notifications -------------------------------------------------------
 
 function showCurrency(setting) {
+  view.currency = setting.default;
+  if (setting.minorDigits) view.minorDigits = setting.minorDigits;
   const select = $("currency-select");
   if (select.options.length !== setting.available.length) {
     select.replaceChildren(...setting.available.map((name) => new Option(name, name)));
   }
   select.value = setting.default;
+  showLobby();
 }
 
 function showTrip(trip) {
@@ -321,6 +390,8 @@ function logNotification(data) {
 async function reload() {
   try {
     await loadAuctions();
+    // Read as well as streamed: a Herald that needs a token for streams still shows its state.
+    showCurrency(await send("GET", "/currency"));
     const { trips } = await send("GET", "/trips?limit=1");
     view.tripId = trips.length ? trips[0].id : null;
     subscribe();
@@ -333,7 +404,7 @@ async function reload() {
 function wire() {
   $("auction-select").addEventListener("change", (event) => {
     view.auctionId = event.target.value;
-    $("bid-problem").textContent = "";
+    $("bid-problem").textContent = view.bidProblems.get(view.auctionId) || "";
     subscribe();
   });
   $("auction-form").addEventListener("submit", (event) => {
@@ -342,7 +413,7 @@ function wire() {
       const auction = await send("POST", "/auctions", {
         item: $("auction-item").value,
         countdownSeconds: Number($("auction-countdown").value),
-        startingPrice: Number($("auction-start").value),
+        startingPrice: minorUnits($("auction-start").value, view.minorDigits[view.currency] ?? 2),
       });
       await loadAuctions(auction.id);
       $("auction-create").open = false;
@@ -353,20 +424,33 @@ function wire() {
     event.preventDefault();
     if (!view.auctionId) return;
     // With a token the bidder is the token's user: an empty field takes its name.
-    const bid = { bidder: $("bidder").value || tokenSubject(), amount: Number($("amount").value) };
-    attempt("bid-problem", () => send("POST", `/auctions/${view.auctionId}/bids`, bid));
+    const auctionId = view.auctionId;
+    const bid = { bidder: $("bidder").value || tokenSubject(), amount: minorUnits($("amount").value, view.auctionDigits) };
+    // The problem is the auction's: shown while it is selected, kept for when it is again.
+    send("POST", `/auctions/${auctionId}/bids`, bid).then(() => {
+      view.bidProblems.delete(auctionId);
+      if (view.auctionId === auctionId) $("bid-problem").textContent = "";
+    }, (error) => {
+      view.bidProblems.set(auctionId, error.message);
+      if (view.auctionId === auctionId) $("bid-problem").textContent = error.message;
+    });
   });
   $("token").value = view.token;
+  $("bidder").value = tokenSubject();
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     view.token = $("token").value.trim();
     if (view.token) sessionStorage.setItem("herald.token", view.token); else sessionStorage.removeItem("herald.token");
+    // The bidder is the token's user (Herald refuses any other name).
+    if (tokenSubject()) $("bidder").value = tokenSubject();
     $("token-problem").textContent = "";
     startHerald();
     subscribe();
   });
   $("currency-select").addEventListener("change", (event) => {
-    attempt("currency-problem", () => send("PUT", "/currency", { default: event.target.value }));
+    // A refused change puts the select back on the currency Herald keeps.
+    attempt("currency-problem", () => send("PUT", "/currency", { default: event.target.value })
+      .catch((error) => { if (view.currency) event.target.value = view.currency; throw error; }));
   });
   const move = (seconds) => () => {
     if (view.tripId) attempt("trip-problem", () => send("POST", `/trips/${view.tripId}/delay`, { deltaSeconds: seconds }));
