@@ -33,7 +33,7 @@ public final class Hub: Sendable {
             Update(topic: collection, value: value, key: key, values: values)
         }
 
-        private init(topic: String, value: [UInt8]?, key: String?, values: [String]) {
+        init(topic: String, value: [UInt8]?, key: String?, values: [String]) {
             self.topic = topic
             self.value = value
             self.key = key
@@ -122,22 +122,22 @@ public final class Hub: Sendable {
     public let observerByteLimit: Int
     /// Bytes that observers cut off or ended let go of since the last `trimIfReleased`.
     let released = ReleasedBytes()
-    private let encoder: Event.Encoder?
-    private let state = Lock(State())
+    let encoder: Event.Encoder?
+    let state = Lock(State())
     /// Called when an event starts waiting for delivery; nil: `publish` delivers.
-    private let deliverySignal = Lock<Signal?>(nil)
+    let deliverySignal = Lock<Signal?>(nil)
 
     /// A closure kept in a struct. Swift 6.3 wraps a bare closure (or a tuple of them) kept in a
     /// `Lock` (or a `Mutex`) in one more reabstraction thunk each time `withLock { $0 }` reads it, so every call
     /// costs more than the last and the chain of thunks finally overflows the stack; a closure inside
     /// a struct is kept as it is.
-    private struct Signal: Sendable {
+    struct Signal: Sendable {
         let call: @Sendable () -> Void
     }
     /// Held while delivering, so batches are queued one after another, in order.
-    private let delivering = CriticalSection()
+    let delivering = CriticalSection()
     /// The threads that queued events to observers, by `pthread_self()`: their names and batch counts.
-    private let deliverers = Lock<[UInt: (name: String, batches: Int)]>([:])
+    let deliverers = Lock<[UInt: (name: String, batches: Int)]>([:])
 
     /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
     public init(historyLimit: Int = 10_000, historyByteLimit: Int = 64 << 20, observerByteLimit: Int = 16 << 20,
@@ -152,7 +152,7 @@ public final class Hub: Sendable {
     static func historySize(of event: Event) -> Int { event.data.count + event.frame.count + 160 }
 
     /// Keeps `event` in the history, dropping the oldest past either limit.
-    private func keep(_ event: Event, in state: inout State) {
+    func keep(_ event: Event, in state: inout State) {
         state.history.append(event)
         if !state.packs.isEmpty { state.packs.removeAll() }
         state.historyBytes += Self.historySize(of: event)
@@ -162,7 +162,7 @@ public final class Hub: Sendable {
     }
 
     /// Drops the oldest kept event, and its bytes from the count.
-    private static func dropOldest(from state: inout State) {
+    static func dropOldest(from state: inout State) {
         guard let dropped = state.history.removeFirst() else { return }
         state.historyBytes -= historySize(of: dropped)
     }
@@ -248,12 +248,12 @@ public final class Hub: Sendable {
     }
 
     /// The name members' events have on the collection above `topic` (`auction` for `auctions/7`).
-    private static func itemName(above topic: String, in state: State) -> EventName? {
+    static func itemName(above topic: String, in state: State) -> EventName? {
         guard let slash = topic.lastIndex(of: "/") else { return nil }
         return state.subjects[String(topic[..<slash])]?.collection?.itemName
     }
 
-    private static func apply(_ update: Update, to state: inout State) {
+    static func apply(_ update: Update, to state: inout State) {
         if let key = update.key {
             // Changed in place: a copy of the collection taken out and put back would copy every
             // member at every change.
@@ -316,378 +316,5 @@ public final class Hub: Sendable {
             deliver()
         }
         return event
-    }
-
-    /// Makes `publish` leave delivery to the caller of `deliver()`: `signal` is called (outside every
-    /// lock) when an event starts waiting for it. Set once, before publishing.
-    public func deliverWhenSignalled(_ signal: @escaping @Sendable () -> Void) {
-        deliverySignal.withLock { $0 = Signal(call: signal) }
-    }
-
-    /// Queues every published event that is waiting to its observers, in order, and calls their wakers.
-    /// The hub's lock is held only to take the batch and the observer sets (copy-on-write, so no copy),
-    /// never while queueing: a publisher never waits for fan-out.
-    ///
-    /// An observer that joined after an event was published is in the sets taken, but it skips the
-    /// event: its first events (snapshot or replay) already cover everything up to when it joined.
-    public func deliver() {
-        delivering.run {
-            if let batch = deliveries() { deliver(batch) }
-        }
-    }
-
-    /// A batch of published events taken for fan-out (`deliveries()`), with the observers each reaches.
-    public struct Deliveries: Sendable {
-        fileprivate let events: [Event]
-        fileprivate let audiences: [String: [Audience]]
-    }
-
-    /// Takes every published event waiting, with the observer sets each reaches; nil when none waits.
-    /// Deliver the batches in the order taken: `deliver()` does, or N threads each deliver every batch
-    /// to its own share of the observers (`deliver(_:share:of:)`), the stream engine's loops together.
-    public func deliveries() -> Deliveries? {
-        state.withLock { state -> Deliveries? in
-            guard !state.undelivered.isEmpty else { return nil }
-            let events = state.undelivered
-            state.undelivered = []
-            var audiences: [String: [Audience]] = [:]
-            for event in events where audiences[Self.audienceKey(of: event)] == nil {
-                var sets: [Audience] = []
-                var cursor = Substring(event.topic)
-                while true {
-                    if cursor.count == event.topic.count || event.membership != nil,
-                       let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty {
-                        sets.append(Audience(observers: observers, ofItsTopic: cursor.count == event.topic.count))
-                    }
-                    guard let slash = cursor.lastIndex(of: "/") else { break }
-                    cursor = cursor[..<slash]
-                }
-                audiences[Self.audienceKey(of: event)] = sets
-            }
-            return Deliveries(events: events, audiences: audiences)
-        }
-    }
-
-    /// Queues `batch`'s events, in order, to the observers of share `share` of `shares` (those whose id
-    /// is `share` modulo `shares`; every observer with one share), and calls their wakers. An observer
-    /// always falls in the same share, so each share's thread keeps its observers' order. `pause` is
-    /// called between observers, after every `pauseEvery` of them, with no lock held: the stream
-    /// engine's loop lets its core go there when it is due to.
-    public func deliver(_ batch: Deliveries, share: Int = 0, of shares: Int = 1, pause: () -> Void = {}) {
-        recordDeliveringThread()
-        let (share, shares) = (UInt64(share), UInt64(max(shares, 1)))
-        var wakers: [(Waker, Bool)] = []
-        var overflowed: [Observer] = []
-        var sincePause = 0
-        for event in batch.events {
-            for audience in batch.audiences[Self.audienceKey(of: event)] ?? [] {
-                for observer in audience.observers.values where shares == 1 || observer.id % shares == share {
-                    if sincePause == Self.pauseEvery {
-                        sincePause = 0
-                        pause()
-                    }
-                    sincePause += 1
-                    guard let view = observer.view(of: event, onItsTopic: audience.ofItsTopic) else { continue }
-                    switch observer.enqueue(view) {
-                    case .queued, .skipped: break
-                    case .wake(let waker): wakers.append((waker, false))
-                    case .overflowed(let waker):
-                        overflowed.append(observer)
-                        if let waker { wakers.append((waker, true)) }
-                    }
-                }
-            }
-        }
-        if !overflowed.isEmpty {
-            state.withLock { state in
-                for observer in overflowed { remove(observer, from: &state) }
-            }
-        }
-        for (waker, ended) in wakers { waker(ended) }
-    }
-
-    /// Observers queued to between calls of `deliver`'s `pause`.
-    static let pauseEvery = 32
-
-    /// The observers of one subject an event reaches: of the event's own topic, or of a collection above it.
-    fileprivate struct Audience: Sendable {
-        let observers: [UInt64: Observer]
-        let ofItsTopic: Bool
-    }
-
-    /// Events of one topic reach the same observers, except that only a member's change reaches its
-    /// collection's: a topic's audience is kept apart for each kind (a topic never starts with `!`).
-    private static func audienceKey(of event: Event) -> String {
-        event.membership == nil ? "!" + event.topic : event.topic
-    }
-
-    private func recordDeliveringThread() {
-        let thread = UInt(pthread_self())
-        deliverers.withLock { threads in
-            if threads[thread] == nil {
-                var name = [CChar](repeating: 0, count: 16)
-                let known = clinux_thread_name(&name) == 0
-                threads[thread] = (known ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?", 0)
-            }
-            threads[thread]?.batches += 1
-        }
-    }
-
-    /// Adds an observer of `topics`. It first receives, in its queue, the snapshots or the replay
-    /// that `resume` asks for, then every later event of those subjects that passes `filter`.
-    /// - Parameter queueLimit: live events that may wait; one more ends the subscription (`.overflowed`).
-    ///
-    /// A topic that is a collection subject is watched through its filter in `collections` (every
-    /// member when it has none there): its snapshot holds the members that pass, and its members'
-    /// changes come as `Membership` tells.
-    ///
-    /// `added`: topics new to a stream that resumes (`.after`), as when a browser's shared stream takes
-    /// another tab's topics. Those with state start with a snapshot as of now instead of a replay; the
-    /// others' replay is exactly as without them.
-    ///
-    /// `values`: current values of subjects that keep them only while observed (`setWhileObserved`),
-    /// set first, so the observer's snapshot shows them. `defaults`: the same, for subjects that have
-    /// no value of their own (a unit not made yet); a change's value replaces one and is kept.
-    ///
-    /// `packedReplay`: the observer writes each event's frame as it is (an SSE stream without a
-    /// localizer), so a replay without filter, of subjects that are not collections, may come packed:
-    /// pieces of about `packPiece` bytes, each one event that holds the frames of many (`Event.carried`).
-    /// Observers of the same topics that resume from the same id (a reconnect storm) share the pieces,
-    /// made once, until the next event is kept: each gets a few events to queue and take instead of
-    /// every one it missed.
-    public func subscribe(
-        to topics: [String], collections filters: [String: CollectionFilter] = [:], resume: ResumePoint, queueLimit: Int = 4096,
-        filter: (@Sendable (Event) -> Bool)? = nil, added: Set<String> = [], values: [Update] = [], defaults: [Update] = [],
-        packedReplay: Bool = false
-    ) -> Subscription {
-        let observer = state.withLock { state -> Observer in
-            for update in values {
-                state.subjects[update.topic, default: Subject()].value = update.value
-                state.subjects[update.topic]?.valueWhileObserved = true
-            }
-            // A value for a subject that has none (a unit not made yet): its own, once it has one, wins.
-            for update in defaults where state.subjects[update.topic]?.value == nil {
-                state.subjects[update.topic, default: Subject()].value = update.value
-                state.subjects[update.topic]?.valueWhileObserved = true
-            }
-            var collections: [String: CollectionFilter] = [:]
-            for topic in topics where state.subjects[topic]?.collection != nil { collections[topic] = filters[topic] ?? CollectionFilter() }
-            let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
-                                    byteLimit: observerByteLimit, released: released, filter: filter, startedAt: state.sequence)
-            state.nextObserverId += 1
-            var initial = initialEvents(for: observer, resume: resume, added: added, packed: packedReplay, in: &state)
-            if initial.isEmpty {
-                // Nothing to send yet (no snapshot asked for, or nothing missed): the stream still starts
-                // at a position, so a client that reconnects before the first event sends a
-                // Last-Event-ID and misses nothing, and the stream's first block is an event.
-                initial.append(Event(id: state.sequence, order: state.order, topic: topics.first ?? "", name: .position, data: [],
-                                     encoder: encoder))
-            }
-            // Everything published so far is in `initial` or not for this observer: an event still waiting
-            // for delivery must not reach it again.
-            observer.enqueueInitial(initial, coveringUpTo: state.order)
-            for topic in Set(topics) { state.subjects[topic, default: Subject()].observers[observer.id] = observer }
-            state.observerCount += 1
-            return observer
-        }
-        return Subscription(observer: observer, hub: self)
-    }
-
-    /// Restores the history kept from before a restart (oldest first) and the sequence reached, so that
-    /// numbers are never reused and `Last-Event-ID` replay works across restarts.
-    public func restore(history events: [Event], lastSequence: UInt64) {
-        state.withLock { state in
-            state.history.removeAll()
-            state.historyBytes = 0
-            for event in events.suffix(historyLimit) {
-                state.order += 1
-                keep(Event(id: event.id, order: state.order, topic: event.topic, name: event.name, data: event.data,
-                           tags: event.tags, encoder: encoder, itemName: Self.itemName(above: event.topic, in: state)), in: &state)
-                // Each subject's last event, and its collection's, as publishing it set them (`/subjects`).
-                var cursor = Substring(event.topic)
-                while true {
-                    state.subjects[String(cursor), default: Subject()].lastEventId = event.id
-                    guard let slash = cursor.lastIndex(of: "/") else { break }
-                    cursor = cursor[..<slash]
-                }
-            }
-            state.sequence = max(lastSequence, events.last?.id ?? 0, state.sequence)
-        }
-    }
-
-    /// Drops kept events older than `oldestKept` (pruned by age): replay from before it becomes a resync.
-    public func forget(before oldestKept: UInt64) {
-        let dropped = state.withLock { state -> Int in
-            let before = state.historyBytes
-            while let first = state.history.first, first.id < oldestKept { Self.dropOldest(from: &state) }
-            return before - state.historyBytes
-        }
-        // glibc keeps freed memory for reuse unless asked: a history that shrank much gives it back.
-        if dropped >= 8 << 20 { _ = clinux_malloc_trim() }
-    }
-
-    /// Gives the allocator's free memory back to the system when observers let go of at least
-    /// `threshold` bytes since the last call (glibc keeps what is freed for reuse unless asked): a burst of
-    /// stalled streams cut off leaves the process as large as at its peak otherwise. Call it off the hot
-    /// paths (Herald calls it once a second, on the timers' thread).
-    public func trimIfReleased(threshold: Int = 1 << 20) {
-        guard released.take(ifAtLeast: threshold) else { return }
-        _ = clinux_malloc_trim()
-    }
-
-    /// Ends every subscription (at shutdown).
-    public func endAll() {
-        let observers = state.withLock { state in
-            state.subjects.values.flatMap { $0.observers.values }
-        }
-        for observer in observers { observer.end(.cancelled)?(true) }
-    }
-
-    func remove(_ observer: Observer) {
-        state.withLock { remove(observer, from: &$0) }
-    }
-
-    private func remove(_ observer: Observer, from state: inout State) {
-        var removed = false
-        for topic in Set(observer.interests) {
-            // In place: a copy of the subject would copy its whole observer table, once per observer leaving.
-            guard state.subjects[topic]?.observers.removeValue(forKey: observer.id) != nil else { continue }
-            removed = true
-            if state.subjects[topic]?.observers.isEmpty == true { state.subjects[topic]?.snapshot = nil }
-            // A subject with no value (or one kept only while observed) and no observers is forgotten, so
-            // names a client makes up cost nothing once it leaves.
-            if let subject = state.subjects[topic], subject.value == nil || subject.valueWhileObserved, subject.collection == nil,
-               subject.observers.isEmpty {
-                state.subjects[topic] = nil
-            }
-        }
-        if removed { state.observerCount -= 1 }
-        // A burst of made-up topics left: their places go too.
-        released(places: state.subjects.shrinkIfSparse())
-    }
-
-    /// Tells the hub that a dictionary gave up `places` of its room (`shrinkIfSparse`: the hub's
-    /// subjects, presence's topics after a burst), so that the next `trimIfReleased` gives them back.
-    public func released(places: Int) { released.add(places * Self.placeBytes) }
-
-    /// About what one place of a dictionary of topics holds: its key, its value, and their storage.
-    static let placeBytes = 100
-
-    private func initialEvents(for observer: Observer, resume: ResumePoint, added: Set<String>, packed: Bool,
-                               in state: inout State) -> [Event] {
-        switch resume {
-        case .now(let snapshot):
-            return snapshot ? snapshots(for: observer, in: &state, resync: false) : []
-        case .unknown:
-            state.resyncs += 1
-            return snapshots(for: observer, in: &state, resync: true)
-        case .after(let lastSeen):
-            let oldest = state.history.first?.id ?? state.sequence + 1
-            // Replay only when every event after `lastSeen` is still kept and `lastSeen` is not from the future.
-            guard lastSeen <= state.sequence, lastSeen + 1 >= oldest else {
-                state.resyncs += 1
-                return snapshots(for: observer, in: &state, resync: true)
-            }
-            state.replays += 1
-            // No collection, no filter, nothing added: the replay is its topics' events as they are, which pack.
-            let pack = packed && added.isEmpty && observer.filter == nil && observer.collections.isEmpty
-                ? ReplayPack(observer.interests, after: lastSeen) : nil
-            if let pack, let pieces = state.packs[pack] {
-                state.packsShared += 1
-                return pieces
-            }
-            var events: [Event] = []
-            // The first kept event after `lastSeen`. Ids are consecutive except where a store migration
-            // removed events (stored ticks), so search rather than count.
-            var low = 0, high = state.history.count
-            while low < high {
-                let middle = (low + high) / 2
-                if state.history[middle].id <= lastSeen { low = middle + 1 } else { high = middle }
-            }
-            // Added topics with state start from a snapshot: their events before it are in it.
-            let fresh = Set(added.filter { observer.interests.contains($0) && (state.subjects[$0]?.value != nil || state.subjects[$0]?.collection != nil) })
-            // Room for a replay of a few hundred events at once, without reserving the whole history for
-            // an observer that gets little of it.
-            events.reserveCapacity(min(state.history.count - low, 256))
-            var offset = low
-            while offset < state.history.count {
-                let event = state.history[offset]
-                offset += 1
-                if fresh.isEmpty, observer.filter == nil, observer.interests.contains(event.topic) {
-                    // The event itself, as `view(of:)` gives it, without taking it a second time.
-                    events.append(event)
-                    continue
-                }
-                guard let view = observer.view(of: event) else { continue }
-                if !fresh.isEmpty {
-                    // The view comes through the event's own topic when watched, else through its collection.
-                    let through = observer.interests.contains(event.topic) ? event.topic : Self.collection(of: event.topic)
-                    if fresh.contains(through) { continue }
-                }
-                events.append(view)
-            }
-            if let pack, events.count > 1, let pieces = Self.pack(events, of: observer.interests) {
-                if state.packs.count >= Self.packsKept { state.packs.removeAll() }
-                state.packs[pack] = pieces
-                return pieces
-            }
-            return events + snapshots(for: observer, of: observer.interests.filter(fresh.contains), in: &state, resync: false)
-        }
-    }
-
-    /// `events` (all of `topics`, durable, each its own) in pieces of about `packPiece` bytes; nil when
-    /// they are not all such events, or hold more than `packLimit` bytes.
-    private static func pack(_ events: [Event], of topics: [String]) -> [Event]? {
-        var bytes = 0
-        for event in events {
-            guard topics.contains(event.topic), event.durable, event.carried == 1 else { return nil }
-            bytes += event.frame.count
-        }
-        guard bytes <= packLimit else { return nil }
-        var ranges: [ClosedRange<Int>] = []
-        var (start, size) = (0, 0)
-        for (index, event) in events.enumerated() {
-            size += event.frame.count
-            if size >= packPiece || index == events.count - 1 {
-                ranges.append(start...index)
-                (start, size) = (index + 1, 0)
-            }
-        }
-        let frames = ranges.map { Event.frames(of: events[$0]) }
-        // The first piece carries the file of them all, which a stream that can sends instead.
-        let file = ReplayFile(frames)
-        return ranges.indices.map { Event(packing: events[ranges[$0]], frame: frames[$0], file: $0 == 0 ? file : nil) }
-    }
-
-    /// `auctions` for `auctions/7`.
-    private static func collection(of topic: String) -> String {
-        topic.firstIndex(of: "/").map { String(topic[..<$0]) } ?? topic
-    }
-
-    private func snapshots(for observer: Observer, in state: inout State, resync: Bool) -> [Event] {
-        snapshots(for: observer, of: observer.interests, in: &state, resync: resync)
-    }
-
-    private func snapshots(for observer: Observer, of topics: [String], in state: inout State, resync: Bool) -> [Event] {
-        var events: [Event] = []
-        for topic in topics {
-            if resync {
-                let data = JSONValue.object([("topic", .string(topic)), ("lastEventId", .string(String(state.sequence)))]).bytes
-                events.append(Event(id: state.sequence, order: state.order, topic: topic, name: "resync", data: data, encoder: encoder))
-            }
-            if let filter = observer.collections[topic] {
-                let (id, order) = (state.sequence, state.order)
-                events += state.subjects[topic]?.collection?.snapshot(topic, filter: filter, id: id, order: order, encoder: encoder) ?? []
-            } else if let value = state.subjects[topic]?.value {
-                if let made = state.subjects[topic]?.snapshot, made.id == state.sequence, made.order == state.order {
-                    events.append(made)
-                } else {
-                    let event = Event(id: state.sequence, order: state.order, topic: topic, name: .snapshot, data: value, encoder: encoder)
-                    state.subjects[topic]?.snapshot = event
-                    events.append(event)
-                }
-            }
-        }
-        return events
     }
 }

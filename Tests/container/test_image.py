@@ -33,7 +33,21 @@ def bases_present():
                for name in ("docker.io/library/debian:bookworm-slim", "docker.io/library/swift:6.3-bookworm"))
 
 
-pytestmark = pytest.mark.skipif(not PODMAN or not bases_present(), reason="no podman, or not its base images, on this machine")
+def why_not():
+    """Why the image cannot be built and run here, or None when it can."""
+    if not PODMAN:
+        return "no podman on this machine"
+    if not bases_present():
+        return "podman has not the base images (debian:bookworm-slim, swift:6.3-bookworm)"
+    probe = podman("run", "--rm", *shlex.split(os.environ.get("HERALD_PODMAN_RUN", "")), "docker.io/library/debian:bookworm-slim",
+                   "true", check=False, timeout=120)
+    if probe.returncode != 0:
+        return "podman cannot run a container here (set HERALD_PODMAN, HERALD_PODMAN_RUN): " + (probe.stderr.strip().splitlines() or ["?"])[-1]
+    return None
+
+
+REASON = why_not()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ extension StreamEngine {
         let done = DispatchSemaphore(value: 0)
         /// The loop's thread, which owns `Owned` and every stream once it is registered.
         let thread: OwnerThread
-        private let bound: ThreadBound<Owned>
+        let bound: ThreadBound<Owned>
         /// The loop thread's state; a debug build stops when another thread reaches for it.
         var owned: Owned { bound.withValue { $0 } }
 
@@ -182,7 +182,7 @@ extension StreamEngine {
 
     /// On the first loop: takes the events waiting in the hub, hands the other loops their shares of the
     /// fan-out and queues its own.
-    private func takeFanOut(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
+    func takeFanOut(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
         guard loop.index == 0, let work = fanOutWork.withLock({ $0 })?.take() else { return }
         // The other loops queue their shares while this one queues its own.
         for other in loops.dropFirst() where post(to: other, { $0.fanOut.append(work) }) { other.signal() }
@@ -199,7 +199,7 @@ extension StreamEngine {
     /// event waits at most one pass; queued after the pass, it waited for the rest of that pass, then
     /// for a whole one of its own. Only the fan-out is taken here; what else the inbox holds waits for
     /// the next pass, which does not sleep while it holds anything.
-    private func fanOutWhileWriting(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
+    func fanOutWhileWriting(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
         // Before the takes: a signal after them sets it again, and is seen by a later look or pass.
         loop.signaled.store(false, ordering: .releasing)
         takeFanOut(loop, yielded: &yielded)
@@ -217,7 +217,7 @@ extension StreamEngine {
     /// time, not after the rest of the slice that the kernel protects for a running thread (EEVDF's
     /// RUN_TO_PARITY: up to a 4 ms tick, measured in BENCHMARKS.md, "Lobbies and catch-up").
     @inline(__always)
-    private func pause(since last: inout ContinuousClock.Instant) {
+    func pause(since last: inout ContinuousClock.Instant) {
         let now = ContinuousClock.now
         guard now - last >= Self.yieldEvery else { return }
         clinux_yield()
@@ -226,7 +226,7 @@ extension StreamEngine {
 
     /// Gives each other loop the streams of its that were woken on this loop's thread: one lock and one
     /// wake-up per loop, however many streams.
-    private func handOverStaged(from loop: Loop) {
+    func handOverStaged(from loop: Loop) {
         guard loops.count > 1 else { return }
         let owned = loop.owned
         for index in owned.staged.indices where !owned.staged[index].isEmpty {
@@ -237,7 +237,7 @@ extension StreamEngine {
         }
     }
 
-    private func register(_ stream: EventStream, in loop: Loop) {
+    func register(_ stream: EventStream, in loop: Loop) {
         // Two system calls saved on a socket whose options are as accepted (Nagle off from the listener).
         if !stream.asAccepted { clinux_send_immediately(stream.socket) }
         guard cepoll_add(loop.epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
@@ -255,7 +255,7 @@ extension StreamEngine {
 
     /// Files the stream's end, and its warning, in the expiry wheel. Filed again when a renewable
     /// feed's end moved: an entry of an end that moved finds its stream not due, and does nothing.
-    private func file(_ stream: EventStream, in loop: Loop) {
+    func file(_ stream: EventStream, in loop: Loop) {
         stream.deadline = stream.feed.expires
         stream.warned = false
         guard let expires = stream.deadline else {
@@ -278,7 +278,7 @@ extension StreamEngine {
     /// nothing. (Compared as fractions of a second, read apart from the tick's second, an end could
     /// fall between the two and its entry be taken, not due, and never again: the stream then stayed
     /// open past its token's end.)
-    private func endExpired(_ loop: Loop) {
+    func endExpired(_ loop: Loop) {
         let second = elapsed.components.seconds
         for token in loop.owned.expiry.take(through: second) {
             guard let stream = loop.owned.streams[token], stream.deadline != nil else { continue }
@@ -293,163 +293,10 @@ extension StreamEngine {
         }
     }
 
-    private func handle(_ bits: UInt32, on stream: EventStream, in loop: Loop, scratch: UnsafeMutableRawBufferPointer) {
-        if bits & (CEPOLL_HUP | CEPOLL_ERR) != 0 {
-            drop(stream, .clientLeft, in: loop)
-            return
-        }
-        if bits & (CEPOLL_IN | CEPOLL_RDHUP) != 0 {
-            let wasFinished = stream.peerFinished
-            guard stream.discardInput(into: scratch) else {
-                drop(stream, .clientLeft, in: loop)
-                return
-            }
-            if stream.peerFinished, !stream.feed.heartbeats {
-                // A held request's client half-closed (HTTP/1.1 allows it after the request), or left:
-                // it gets the answer as it stands now, as at the wait's end; one that is gone resets.
-                stream.closing = max(stream.closing ?? .graceful, .graceful)
-                loop.owned.ready.append(stream)
-                return
-            }
-            if stream.peerFinished, !wasFinished, !stream.hasPending {
-                // Half-closed, or gone: a heartbeat to a closed socket is answered with a reset.
-                var beat = Self.heartbeatBuffer
-                stream.load(&beat)
-                guard stream.write() else {
-                    drop(stream, .clientLeft, in: loop)
-                    return
-                }
-            }
-        }
-        if bits & CEPOLL_OUT != 0, stream.blocked {
-            stream.blocked = false
-            loop.owned.ready.append(stream)
-        }
-    }
-
-    /// Writes what the stream has pending, then what its feed has queued, until the feed is idle or
-    /// the socket is full. A stream with much queued yields after a few writes, so one busy client
-    /// cannot hold up the others.
-    private func flush(_ stream: EventStream, in loop: Loop) {
-        if stream.closing == .abort {
-            drop(stream, stream.closingReason ?? .shutdown, in: loop)
-            return
-        }
-        // A renewal moved the end (and woke the stream): file it again, unless it is ending already.
-        if stream.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream, in: loop) }
-        guard !stream.blocked else { return }
-        for _ in 0..<4 {
-            if stream.hasPending {
-                // While first events remain untaken, the next take has some: this write is not the last.
-                guard stream.write(more: stream.feed.catchingUp) else {
-                    drop(stream, .clientLeft, in: loop)
-                    return
-                }
-                if stream.blocked { return }
-            }
-            if stream.ending {
-                finish(stream, in: loop)
-                return
-            }
-            var buffer = loop.owned.spare.isEmpty ? EventStream.buffer() : loop.owned.spare
-            loop.owned.spare = []
-            let before = stream.feed.eventsTaken
-            // A packed replay may come as a file, sent after the buffer's bytes.
-            var file: FileRegion?
-            let poll = stream.feed.take(into: &buffer, limit: stream.takeSize, file: &file)
-            if let observer {
-                let taken = stream.feed.eventsTaken - before
-                if taken > 0 { observer.delivered(taken) }
-            }
-            switch poll {
-            case .taken:
-                // An empty chunk would end the body.
-                if buffer.count > EventStream.headroom { stream.load(&buffer) }
-                if let file { stream.load(file) }
-            case .complete:
-                stream.closingReason = stream.closingReason ?? stream.feed.ending
-                if buffer.count > EventStream.headroom { stream.load(&buffer) }
-                if let file { stream.load(file) }
-                closeFeed(stream)
-                stream.ending = true
-                if stream.framing == .chunked { stream.out += Self.lastChunk }
-            case .idle:
-                if buffer.count == EventStream.headroom { swap(&loop.owned.spare, &buffer) }
-                if stream.closing == .graceful {
-                    stream.ending = true
-                    var last = EventStream.buffer()
-                    if stream.closingReason == .expired { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
-                    closeFeed(stream)
-                    if last.count > EventStream.headroom { stream.load(&last) }
-                    if stream.framing == .chunked { stream.out += Self.lastChunk }
-                }
-                if !stream.ending { return }
-            case .finished:
-                drop(stream, stream.feed.overflowed ? .slowConsumer : .finished, in: loop)
-                return
-            }
-        }
-        loop.owned.ready.append(stream)
-    }
-
-    /// The body's end is out: close the sending side, then the socket.
-    private func finish(_ stream: EventStream, in loop: Loop) {
-        drop(stream, stream.closingReason ?? .finished, in: loop, shuttingDown: true)
-    }
-
-    /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
-    /// could not write through two rounds has a client that stopped reading, and is dropped (it
-    /// resumes with `Last-Event-ID` when it reconnects).
-    private func heartbeatRound(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
-        for stream in Array(loop.owned.streams.values) where stream.feed.heartbeats {
-            pause(since: &yielded)
-            switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.ending) {
-            case .nothing: continue
-            case .stoppedReading: drop(stream, .slowConsumer, in: loop)
-            case .heartbeat:
-                var beat = Self.heartbeatBuffer
-                stream.load(&beat)
-                if !stream.write() { drop(stream, .clientLeft, in: loop) } else { stream.liveness.sentHeartbeat() }
-            }
-        }
-    }
-
     /// `: heartbeat`, in a write buffer.
-    private static let heartbeatBuffer: [UInt8] = EventStream.buffer() + SSEEncoder.heartbeat
+    static let heartbeatBuffer: [UInt8] = EventStream.buffer() + SSEEncoder.heartbeat
 
     /// The last chunk of a chunked body.
-    private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
 
-    /// Ends the feed (which removes the observer), then closes the socket, and tells why.
-    /// Closes the stream's feed (its subscription, renewal lease and presence), once. A stream that ends
-    /// cleanly closes it before its last bytes are written, any other when it is dropped, before its
-    /// socket: a client that sees its stream end may at once renew it or resume it, and must find it
-    /// gone (closed after the last chunk was written, a renewal sent on reading it was taken, 204, once
-    /// in a fresh-clone run and once under a parallel test run).
-    private func closeFeed(_ stream: EventStream) {
-        guard !stream.feedClosed else { return }
-        stream.feedClosed = true
-        stream.feed.close()
-    }
-
-    private func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop, shuttingDown: Bool = false) {
-        guard !stream.closed else { return }
-        observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
-                                            duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
-        stream.closed = true
-        closeFeed(stream)
-        _ = cepoll_remove(loop.epoll, stream.socket)
-        if shuttingDown { shutdown(stream.socket, Int32(SHUT_WR)) }
-        close(stream.socket)
-        stream.out = []
-        stream.file = nil
-        loop.owned.streams.removeValue(forKey: stream.token)
-        forget(stream.client, on: loop)
-        loop.owned.closedSinceTrim += 1
-        if loop.owned.streams.isEmpty, loop.owned.closedSinceTrim >= Self.trimAfter {
-            // Many subscribers gone at once: glibc keeps their freed memory unless asked to return it.
-            loop.owned.closedSinceTrim = 0
-            _ = clinux_malloc_trim()
-        }
-    }
 }

@@ -21,11 +21,11 @@ final class Journal: ChangeSink {
     let writer = Writer()
     /// Internal: tests make its next batch commit fail.
     let store: (any Store)?
-    private let logger: Logger
+    let logger: Logger
     /// Stamps stored events, so that pruning by age and the domain agree on the time.
-    private let clock: any DomainClock
+    let clock: any DomainClock
     /// What the current batch will publish, in order, once it is durable.
-    private enum Publication {
+    enum Publication {
         case event(id: UInt64, durable: Bool, topic: String, name: EventName, tags: [String], updates: [Hub.Update], data: [UInt8])
         case values([Hub.Update])
     }
@@ -33,7 +33,7 @@ final class Journal: ChangeSink {
     /// The writer's current batch: what it will publish, what the domain waits on to take its changes
     /// into memory, and the last sequence number before it once it opened a store transaction (nil: it
     /// stored nothing).
-    private struct Batch {
+    struct Batch {
         var publications: [Publication] = []
         var endings: [Ending] = []
         var sequenceBefore: UInt64?
@@ -43,25 +43,25 @@ final class Journal: ChangeSink {
     }
 
     /// Told whether the batch was durable (a closure kept in a struct: see `Hub.Signal`).
-    private struct Ending: Sendable {
+    struct Ending: Sendable {
         let run: @Sendable (_ durable: Bool) -> Void
     }
 
     /// A closure kept in a struct (see `Hub.Signal`). It returns whether memory was restored.
-    private struct Reload: Sendable {
+    struct Reload: Sendable {
         let run: @Sendable () -> Bool
     }
 
-    private struct Merge: Sendable {
+    struct Merge: Sendable {
         let run: @Sendable (StoredChanges) -> Bool
     }
 
-    private struct Published: Sendable {
+    struct Published: Sendable {
         let count: @Sendable (_ name: String) -> Void
     }
 
     /// Everything the journal keeps, which only the writer's thread touches (checked in debug builds).
-    private struct State {
+    struct State {
         /// The last sequence number given out.
         var sequence: UInt64
         var batch = Batch()
@@ -81,16 +81,16 @@ final class Journal: ChangeSink {
         var published: Published?
     }
 
-    private let state: ThreadBound<State>
+    let state: ThreadBound<State>
     static let keptInMemoryLimit = 10_000
 
     /// A batch is queued only to catch up (`wake`, from the store's listener); more wake-ups meanwhile
     /// add nothing.
-    private let wakeQueued = Atomic<Bool>(false)
+    let wakeQueued = Atomic<Bool>(false)
 
     /// The last batch that stored something could not be committed (readiness, on the server's
     /// thread, says so until one is).
-    private let commitFailing = Atomic<Bool>(false)
+    let commitFailing = Atomic<Bool>(false)
 
     /// Whether the last batch that stored something failed to commit.
     var isFailingToCommit: Bool { commitFailing.load(ordering: .relaxed) }
@@ -98,7 +98,7 @@ final class Journal: ChangeSink {
     /// Held (written) while memory takes a batch and the hub numbers its events, and (read) while a
     /// `GET` reads state and the last event id: so the id a read answers with is exactly the last
     /// event its state reflects, and a stream resumed after it misses and repeats nothing.
-    private let visibility = ReadWriteSection()
+    let visibility = ReadWriteSection()
 
     /// Runs `read` (a read of state, on any thread) and gives the id of the last event what it read
     /// reflects.
@@ -127,7 +127,7 @@ final class Journal: ChangeSink {
 
     /// Runs `change` on the journal's state, through the writer's queue when called from elsewhere
     /// (setting up).
-    private func onWriter(_ change: @escaping @Sendable (inout State) -> Void) {
+    func onWriter(_ change: @escaping @Sendable (inout State) -> Void) {
         let state = state
         _ = try? writer.perform { state.withValue(change) }
     }
@@ -195,98 +195,6 @@ final class Journal: ChangeSink {
     /// reader sees a change the store does not hold.
     func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void) {
         state.withValue { $0.batch.endings.append(Ending(run: end)) }
-    }
-
-    /// The answer kept for an idempotency key, on the writer (a shared store's batch has caught up,
-    /// so a retry sent to another replica finds it).
-    func keptAnswer(for key: String) throws(DomainError) -> KeptAnswer? {
-        guard let store else { return state.withValue { $0.kept[key] } }
-        do throws(StoreError) {
-            return try store.keptAnswer(for: key)
-        } catch {
-            throw Self.refusal(for: error, topic: "an idempotency key")
-        }
-    }
-
-    /// Keeps the answer to a change in the change's batch, so that both commit or neither. If it
-    /// cannot be kept, the change still stands (it is in the batch): only the protection of a retry
-    /// is lost, and the log says so.
-    func keep(_ answer: KeptAnswer) {
-        guard let store else {
-            state.withValue { state in
-                if state.kept.updateValue(answer, forKey: answer.key) == nil { state.keptOrder.append(answer.key) }
-                if state.keptOrder.count > Self.keptInMemoryLimit {
-                    let dropped = state.keptOrder.count - Self.keptInMemoryLimit
-                    for key in state.keptOrder.prefix(dropped) { state.kept[key] = nil }
-                    state.keptOrder.removeFirst(dropped)
-                }
-            }
-            return
-        }
-        do throws(StoreError) {
-            try store.keep(answer)
-        } catch {
-            logger.warning("the answer for an Idempotency-Key could not be kept", metadata: ["store.error": "\(error)"])
-        }
-    }
-
-    /// Sets what brings memory up to date with a shared store before a batch.
-    func onCatchUp(_ run: @escaping @Sendable () -> Bool) {
-        onWriter { $0.catchUp = Reload(run: run) }
-    }
-
-    /// Sets what merges other Heralds' news into memory (a shared store whose replicas send news).
-    func onMerge(_ run: @escaping @Sendable (StoredChanges) -> Bool) {
-        onWriter { $0.merge = Merge(run: run) }
-        store?.onNews { [weak self] events, changes in self?.takeIn(events, changes) ?? .declined }
-    }
-
-    /// Takes in, on the writer while a batch begins (before it asks for the store's lock, and while it
-    /// waits for it), what other Heralds committed, from their news (`Store.onNews`): memory merges their changes and their events are published with their ids,
-    /// as a batch that caught up under the lock would. Declined, and left to be read under the lock,
-    /// when an auction in it would close on the spot (its countdown ran out meanwhile): its `closed`
-    /// event takes the next id, which only a batch that holds the lock may give.
-    private func takeIn(_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken {
-        let closing = clock.now.addingTimeInterval(1)
-        for auction in changes.changed.auctions where auction.status == Auction.Status.open.rawValue {
-            if let deadline = auction.deadline.flatMap(Timestamp.parse), deadline <= closing { return .declined }
-        }
-        guard let merge = state.withValue({ $0.preparing ? $0.merge : nil }) else { return .declined }
-        let taken = visibility.write { () -> Bool in
-            guard merge.run(changes) else { return false }
-            let last = state.withValue { $0.sequence }
-            for event in events where event.id > last {
-                apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
-                             updates: [], data: event.data))
-            }
-            return true
-        }
-        guard taken else { return .failed }
-        if let last = events.last?.id { state.withValue { $0.sequence = max($0.sequence, last) } }
-        return .taken
-    }
-
-    /// Catches up with what other Heralds committed (the store's listener heard of a commit): from
-    /// their news, on the writer between two batches and without the store's lock; or, when some of it
-    /// has no news, with a batch that only catches up. Until the queued work runs, another wake is not
-    /// queued: it runs after the commit that was heard. A batch refused before it ran (the store
-    /// unreachable) caught up with nothing, so the next commit heard wakes again.
-    func wake() {
-        guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
-        writer.between { [weak self] in self?.takeInBetweenBatches() }
-    }
-
-    private func takeInBetweenBatches() {
-        wakeQueued.store(false, ordering: .relaxed)
-        guard let store else { return }
-        state.withValue { $0.preparing = true }
-        let caughtUp = store.takeInNews()
-        state.withValue { $0.preparing = false }
-        guard !caughtUp, !wakeQueued.exchange(true, ordering: .relaxed) else { return }
-        // A batch that takes the lock reads what has no news (it begins caught up with all the rest).
-        writer.submit({ [weak self] () throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { [weak self] result in
-            if case .failure = result { self?.wakeQueued.store(false, ordering: .relaxed) }
-        })
     }
 
     /// Before the writer runs a batch. With a shared store, the batch's transaction opens now, under
@@ -386,7 +294,7 @@ final class Journal: ChangeSink {
 
     /// Empties a finished batch's arrays and gives them to the next batch, which has not begun (the
     /// writer finishes one batch before it begins the next).
-    private func recycle(_ batch: inout Batch) {
+    func recycle(_ batch: inout Batch) {
         batch.publications.removeAll(keepingCapacity: true)
         batch.endings.removeAll(keepingCapacity: true)
         guard batch.publications.capacity <= Writer.keptCapacity, batch.endings.capacity <= Writer.keptCapacity else { return }
@@ -398,12 +306,12 @@ final class Journal: ChangeSink {
     }
 
     /// Publishes at the end of the writer's batch.
-    private func emit(_ publication: Publication) {
+    func emit(_ publication: Publication) {
         state.withValue { $0.batch.publications.append(publication) }
     }
 
     /// Puts one publication on the hub.
-    private func apply(_ publication: Publication) {
+    func apply(_ publication: Publication) {
         switch publication {
         case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
             hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
@@ -464,69 +372,4 @@ final class Journal: ChangeSink {
         return id
     }
 
-    /// What a client is told when its change could not be stored: 503 with `Retry-After` when the
-    /// store cannot write now (another writer, a full disk, a read-only file), 500 when it is damaged.
-    /// The log gets the database's message and code.
-    static func refusal(for error: StoreError, topic: String) -> DomainError {
-        let (kind, message): (DomainError.Kind, String) = switch error.kind {
-        case .busy: (.unavailable, "the store is busy with another writer, so the change was not made; try again")
-        case .full: (.unavailable, "the store's disk is full, so the change was not made; try again later")
-        case .readOnly: (.unavailable, "the store cannot be written, so the change was not made; try again later")
-        case .unreachable: (.unavailable, "the database cannot be reached, so the change was not made; try again later")
-        case .corrupt, .other: (.failed, "the change could not be stored, so it was not made")
-        }
-        return DomainError(kind, message, cause: "store commit failed on \(topic): \(error)")
-    }
-
-    private static func updates(_ values: [(topic: String, value: JSONValue?)], _ members: [Member]) -> [Hub.Update] {
-        values.map { entry in Hub.Update(topic: entry.topic, value: entry.value.map { data(topic: entry.topic, payload: $0) }) }
-            + members.map { Hub.Update.member(of: $0.collection, key: $0.key, value: $0.value?.bytes, values: $0.values) }
-    }
-
-    /// An auction's fields as the store keeps them.
-    static func stored(_ auction: Auction) -> StoredAuction {
-        var stored = StoredAuction(id: auction.id.description, item: auction.item, startingPrice: auction.startingPrice,
-                                   currency: auction.currency.rawValue, createdAt: Timestamp.format(auction.createdAt), status: auction.status.rawValue,
-                                   countdownSeconds: auction.countdown.seconds, deadline: auction.countdown.deadline.map(Timestamp.format),
-                                   winner: auction.winner, closedAt: auction.closedAt.map(Timestamp.format))
-        // Other replicas check the bids they take in against it.
-        stored.bidCount = auction.bids.count
-        return stored
-    }
-
-    static func stored(_ bid: Bid) -> StoredBid {
-        StoredBid(number: bid.number.number, bidder: bid.bidder, amount: bid.amount, at: Timestamp.format(bid.at))
-    }
-
-    /// An auction as it was stored; nil when a field does not read.
-    static func auction(_ stored: StoredAuction) -> Auction? {
-        guard let id = AuctionID(stored.id), let createdAt = Timestamp.parse(stored.createdAt),
-              let status = Auction.Status(rawValue: stored.status), let currency = Currency(rawValue: stored.currency) else { return nil }
-        var bids: [Bid] = []
-        for bid in stored.bids {
-            guard let at = Timestamp.parse(bid.at) else { return nil }
-            bids.append(Bid(number: bid.number, bidder: bid.bidder, amount: bid.amount, at: at))
-        }
-        return Auction(id: id, item: stored.item, startingPrice: stored.startingPrice, currency: currency, createdAt: createdAt, status: status,
-                       countdownSeconds: stored.countdownSeconds, deadline: stored.deadline.flatMap(Timestamp.parse),
-                       winner: stored.winner, closedAt: stored.closedAt.flatMap(Timestamp.parse), bids: bids)
-    }
-
-    /// `{"topic": …, …payload}`.
-    static func data(topic: String, payload: JSONValue) -> [UInt8] { event(topic: topic, payload: payload).data }
-
-    /// `{"topic": …, …payload}`, and where the payload's members start in it (past the topic's comma).
-    static func event(topic: String, payload: JSONValue) -> (data: [UInt8], members: Int) {
-        let members: [(String, JSONValue)]
-        if case .object(let payloadMembers) = payload { members = payloadMembers } else { members = [("value", payload)] }
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
-        JSONValue.object([("topic", .string(topic))]).write(to: &out)
-        out.removeLast()  // its `}`
-        let start = out.count + 1
-        JSONValue.object(members).write(to: &out)
-        out[start - 1] = UInt8(ascii: members.isEmpty ? "}" : ",")
-        if members.isEmpty { out.removeLast() }
-        return (out, start)
-    }
 }

@@ -1,0 +1,123 @@
+import HeraldThreads
+import CLinux
+import Glibc
+import HeraldJSON
+import Synchronization
+
+// Fan-out: the published events that wait, queued to their observers in order.
+extension Hub {
+    /// Makes `publish` leave delivery to the caller of `deliver()`: `signal` is called (outside every
+    /// lock) when an event starts waiting for it. Set once, before publishing.
+    public func deliverWhenSignalled(_ signal: @escaping @Sendable () -> Void) {
+        deliverySignal.withLock { $0 = Signal(call: signal) }
+    }
+
+    /// Queues every published event that is waiting to its observers, in order, and calls their wakers.
+    /// The hub's lock is held only to take the batch and the observer sets (copy-on-write, so no copy),
+    /// never while queueing: a publisher never waits for fan-out.
+    ///
+    /// An observer that joined after an event was published is in the sets taken, but it skips the
+    /// event: its first events (snapshot or replay) already cover everything up to when it joined.
+    public func deliver() {
+        delivering.run {
+            if let batch = deliveries() { deliver(batch) }
+        }
+    }
+
+    /// A batch of published events taken for fan-out (`deliveries()`), with the observers each reaches.
+    public struct Deliveries: Sendable {
+        let events: [Event]
+        let audiences: [String: [Audience]]
+    }
+
+    /// Takes every published event waiting, with the observer sets each reaches; nil when none waits.
+    /// Deliver the batches in the order taken: `deliver()` does, or N threads each deliver every batch
+    /// to its own share of the observers (`deliver(_:share:of:)`), the stream engine's loops together.
+    public func deliveries() -> Deliveries? {
+        state.withLock { state -> Deliveries? in
+            guard !state.undelivered.isEmpty else { return nil }
+            let events = state.undelivered
+            state.undelivered = []
+            var audiences: [String: [Audience]] = [:]
+            for event in events where audiences[Self.audienceKey(of: event)] == nil {
+                var sets: [Audience] = []
+                var cursor = Substring(event.topic)
+                while true {
+                    if cursor.count == event.topic.count || event.membership != nil,
+                       let observers = state.subjects[String(cursor)]?.observers, !observers.isEmpty {
+                        sets.append(Audience(observers: observers, ofItsTopic: cursor.count == event.topic.count))
+                    }
+                    guard let slash = cursor.lastIndex(of: "/") else { break }
+                    cursor = cursor[..<slash]
+                }
+                audiences[Self.audienceKey(of: event)] = sets
+            }
+            return Deliveries(events: events, audiences: audiences)
+        }
+    }
+
+    /// Queues `batch`'s events, in order, to the observers of share `share` of `shares` (those whose id
+    /// is `share` modulo `shares`; every observer with one share), and calls their wakers. An observer
+    /// always falls in the same share, so each share's thread keeps its observers' order. `pause` is
+    /// called between observers, after every `pauseEvery` of them, with no lock held: the stream
+    /// engine's loop lets its core go there when it is due to.
+    public func deliver(_ batch: Deliveries, share: Int = 0, of shares: Int = 1, pause: () -> Void = {}) {
+        recordDeliveringThread()
+        let (share, shares) = (UInt64(share), UInt64(max(shares, 1)))
+        var wakers: [(Waker, Bool)] = []
+        var overflowed: [Observer] = []
+        var sincePause = 0
+        for event in batch.events {
+            for audience in batch.audiences[Self.audienceKey(of: event)] ?? [] {
+                for observer in audience.observers.values where shares == 1 || observer.id % shares == share {
+                    if sincePause == Self.pauseEvery {
+                        sincePause = 0
+                        pause()
+                    }
+                    sincePause += 1
+                    guard let view = observer.view(of: event, onItsTopic: audience.ofItsTopic) else { continue }
+                    switch observer.enqueue(view) {
+                    case .queued, .skipped: break
+                    case .wake(let waker): wakers.append((waker, false))
+                    case .overflowed(let waker):
+                        overflowed.append(observer)
+                        if let waker { wakers.append((waker, true)) }
+                    }
+                }
+            }
+        }
+        if !overflowed.isEmpty {
+            state.withLock { state in
+                for observer in overflowed { remove(observer, from: &state) }
+            }
+        }
+        for (waker, ended) in wakers { waker(ended) }
+    }
+
+    /// Observers queued to between calls of `deliver`'s `pause`.
+    static let pauseEvery = 32
+
+    /// The observers of one subject an event reaches: of the event's own topic, or of a collection above it.
+    struct Audience: Sendable {
+        let observers: [UInt64: Observer]
+        let ofItsTopic: Bool
+    }
+
+    /// Events of one topic reach the same observers, except that only a member's change reaches its
+    /// collection's: a topic's audience is kept apart for each kind (a topic never starts with `!`).
+    static func audienceKey(of event: Event) -> String {
+        event.membership == nil ? "!" + event.topic : event.topic
+    }
+
+    func recordDeliveringThread() {
+        let thread = UInt(pthread_self())
+        deliverers.withLock { threads in
+            if threads[thread] == nil {
+                var name = [CChar](repeating: 0, count: 16)
+                let known = clinux_thread_name(&name) == 0
+                threads[thread] = (known ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?", 0)
+            }
+            threads[thread]?.batches += 1
+        }
+    }
+}

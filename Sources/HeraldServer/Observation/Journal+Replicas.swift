@@ -1,0 +1,70 @@
+import HeraldThreads
+import Foundation
+import HeraldCore
+import HeraldDomain
+import HeraldJSON
+import HeraldStore
+import Logging
+import Synchronization
+
+// What other replicas committed, taken in: from their news between batches, or under the store's lock.
+extension Journal {
+    /// Sets what brings memory up to date with a shared store before a batch.
+    func onCatchUp(_ run: @escaping @Sendable () -> Bool) {
+        onWriter { $0.catchUp = Reload(run: run) }
+    }
+
+    /// Sets what merges other Heralds' news into memory (a shared store whose replicas send news).
+    func onMerge(_ run: @escaping @Sendable (StoredChanges) -> Bool) {
+        onWriter { $0.merge = Merge(run: run) }
+        store?.onNews { [weak self] events, changes in self?.takeIn(events, changes) ?? .declined }
+    }
+
+    /// Takes in, on the writer while a batch begins (before it asks for the store's lock, and while it
+    /// waits for it), what other Heralds committed, from their news (`Store.onNews`): memory merges their changes and their events are published with their ids,
+    /// as a batch that caught up under the lock would. Declined, and left to be read under the lock,
+    /// when an auction in it would close on the spot (its countdown ran out meanwhile): its `closed`
+    /// event takes the next id, which only a batch that holds the lock may give.
+    func takeIn(_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken {
+        let closing = clock.now.addingTimeInterval(1)
+        for auction in changes.changed.auctions where auction.status == Auction.Status.open.rawValue {
+            if let deadline = auction.deadline.flatMap(Timestamp.parse), deadline <= closing { return .declined }
+        }
+        guard let merge = state.withValue({ $0.preparing ? $0.merge : nil }) else { return .declined }
+        let taken = visibility.write { () -> Bool in
+            guard merge.run(changes) else { return false }
+            let last = state.withValue { $0.sequence }
+            for event in events where event.id > last {
+                apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
+                             updates: [], data: event.data))
+            }
+            return true
+        }
+        guard taken else { return .failed }
+        if let last = events.last?.id { state.withValue { $0.sequence = max($0.sequence, last) } }
+        return .taken
+    }
+
+    /// Catches up with what other Heralds committed (the store's listener heard of a commit): from
+    /// their news, on the writer between two batches and without the store's lock; or, when some of it
+    /// has no news, with a batch that only catches up. Until the queued work runs, another wake is not
+    /// queued: it runs after the commit that was heard. A batch refused before it ran (the store
+    /// unreachable) caught up with nothing, so the next commit heard wakes again.
+    func wake() {
+        guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
+        writer.between { [weak self] in self?.takeInBetweenBatches() }
+    }
+
+    func takeInBetweenBatches() {
+        wakeQueued.store(false, ordering: .relaxed)
+        guard let store else { return }
+        state.withValue { $0.preparing = true }
+        let caughtUp = store.takeInNews()
+        state.withValue { $0.preparing = false }
+        guard !caughtUp, !wakeQueued.exchange(true, ordering: .relaxed) else { return }
+        // A batch that takes the lock reads what has no news (it begins caught up with all the rest).
+        writer.submit({ [weak self] () throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { [weak self] result in
+            if case .failure = result { self?.wakeQueued.store(false, ordering: .relaxed) }
+        })
+    }
+}
