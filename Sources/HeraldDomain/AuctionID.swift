@@ -5,6 +5,12 @@ public struct AuctionID: NumberedID {
     public init(_ number: Int) { self.number = number }
 }
 
+/// A trip's id: the number it was added with (1, 2, 3, …, in order), written as its decimal digits.
+public struct TripID: NumberedID {
+    public let number: Int
+    public init(_ number: Int) { self.number = number }
+}
+
 /// A bid's number on its auction: 1 for the first, in the order they were accepted.
 public struct BidNumber: NumberedID {
     public let number: Int

@@ -2,12 +2,12 @@ public import Foundation
 
 /// A train trip. Its duration, delay and `delayed` flag follow from its three times.
 public struct Trip: Sendable, Equatable {
-    public let id: String
+    public let id: TripID
     public let departure: Date
     public let arrival: Date
     public var actualDeparture: Date
 
-    public init(id: String, departure: Date, arrival: Date, actualDeparture: Date) {
+    public init(id: TripID, departure: Date, arrival: Date, actualDeparture: Date) {
         self.id = id
         self.departure = departure
         self.arrival = arrival

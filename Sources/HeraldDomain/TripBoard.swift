@@ -5,19 +5,19 @@ import Synchronization
 /// Every trip. Moving a trip's actual departure publishes which fields changed, so an observer can
 /// follow only its delay (property-level observation).
 public final class TripBoard: Sendable {
-    public static func topic(_ id: String) -> String { "trips/\(id)" }
+    public static func topic(_ id: TripID) -> String { "trips/\(id)" }
     /// Every trip: the collection.
     public static let collectionTopic = "trips"
 
     private struct State {
         /// What the store holds: what readers see.
-        var trips: [String: Trip] = [:]
+        var trips: [TripID: Trip] = [:]
         var nextId = 1
         /// The writer's batch, until it is durable: its trips, and the next id after the ones it added.
-        var staged = Staged<String, Trip>()
+        var staged = Staged<TripID, Trip>()
 
         /// The trip as the change being made sees it.
-        func current(_ id: String) -> Trip? { staged.value(of: id, over: trips) }
+        func current(_ id: TripID) -> Trip? { staged.value(of: id, over: trips) }
     }
 
     private let state = Lock(State())
@@ -31,7 +31,7 @@ public final class TripBoard: Sendable {
             state = State()
             for trip in trips {
                 state.trips[trip.id] = trip
-                state.nextId = max(state.nextId, (Int(trip.id) ?? 0) + 1)
+                state.nextId = max(state.nextId, trip.id.number + 1)
             }
             sink.seed(trips.map { .trip($0) })
         }
@@ -42,7 +42,7 @@ public final class TripBoard: Sendable {
         state.withLock { state in
             for trip in trips {
                 state.trips[trip.id] = trip
-                state.nextId = max(state.nextId, (Int(trip.id) ?? 0) + 1)
+                state.nextId = max(state.nextId, trip.id.number + 1)
             }
             sink.seed(trips.map { .trip($0) })
         }
@@ -51,7 +51,7 @@ public final class TripBoard: Sendable {
     public func create(_ request: NewTrip) throws(DomainError) -> Trip {
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
         let number = state.withLock { $0.staged.next ?? $0.nextId }
-        let trip = Trip(id: String(number), departure: request.departure, arrival: request.arrival,
+        let trip = Trip(id: TripID(number), departure: request.departure, arrival: request.arrival,
                         actualDeparture: request.actualDeparture ?? request.departure)
         try sink.publish(.tripAdded(trip))
         stage(trip, next: number + 1)
@@ -61,33 +61,33 @@ public final class TripBoard: Sendable {
     /// The trips in id order whose id is above `after`.
     public func trips(after: Int = 0) -> [Trip] {
         state.withLock { state in
-            state.trips.values.filter { (Int($0.id) ?? 0) > after }.sorted { Int($0.id) ?? 0 < Int($1.id) ?? 0 }
+            state.trips.values.filter { $0.id.number > after }.sorted { $0.id < $1.id }
         }
     }
 
-    public func get(_ id: String) throws(DomainError) -> Trip {
-        guard let trip = state.withLock({ $0.trips[id] }) else { throw .notFound("trip", id) }
+    public func get(_ id: TripID) throws(DomainError) -> Trip {
+        guard let trip = state.withLock({ $0.trips[id] }) else { throw .notFound("trip", id.description) }
         return trip
     }
 
-    public func exists(_ id: String) -> Bool { state.withLock { $0.trips[id] != nil } }
+    public func exists(_ id: TripID) -> Bool { state.withLock { $0.trips[id] != nil } }
 
     /// The trip as the change being made sees it (see `UnitStore.latest`); on the writer.
-    public func latest(_ id: String) -> Trip? { state.withLock { $0.current(id) } }
+    public func latest(_ id: TripID) -> Trip? { state.withLock { $0.current(id) } }
 
     /// Moves the actual departure by `seconds` (the `deltaSeconds` of a request).
-    public func delay(_ id: String, bySeconds seconds: Int) throws(DomainError) -> Trip {
+    public func delay(_ id: TripID, bySeconds seconds: Int) throws(DomainError) -> Trip {
         try update(id, field: "deltaSeconds") { $0.actualDeparture.addingTimeInterval(TimeInterval(seconds)) }
     }
 
     /// Sets the actual departure.
-    public func setActualDeparture(_ id: String, to date: Date) throws(DomainError) -> Trip {
+    public func setActualDeparture(_ id: TripID, to date: Date) throws(DomainError) -> Trip {
         try update(id, field: "actualDeparture") { _ in date }
     }
 
-    private func update(_ id: String, field: String, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
+    private func update(_ id: TripID, field: String, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
-        guard let old = state.withLock({ $0.current(id) }) else { throw .notFound("trip", id) }
+        guard let old = state.withLock({ $0.current(id) }) else { throw .notFound("trip", id.description) }
         do {
             var trip = old
             trip.actualDeparture = newDeparture(old)

@@ -10,7 +10,7 @@ import Testing
     func date(_ text: String) -> Date { Timestamp.parse(text) ?? .distantPast }
 
     var trip: Trip {
-        Trip(id: "1", departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
+        Trip(id: TripID(1), departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
              actualDeparture: date("2015-10-09T13:14:53Z"))
     }
 
@@ -37,14 +37,14 @@ import Testing
     @Test func displayStringsInATimeZone() throws {
         let berlin = TripDisplay(trip: trip, style: DisplayStyle(locale: Locale(identifier: "de_DE"), timeZone: try #require(TimeZone(identifier: "Europe/Berlin"))))
         #expect(berlin.departure == "15:09" && berlin.arrival == "15:26" && berlin.date == "9.10.2015")
-        let late = Trip(id: "2", departure: date("2015-10-09T15:09:53Z"), arrival: date("2015-10-09T15:26:33Z"),
+        let late = Trip(id: TripID(2), departure: date("2015-10-09T15:09:53Z"), arrival: date("2015-10-09T15:26:33Z"),
                         actualDeparture: date("2015-10-09T15:09:53Z"))
         let tokyo = TripDisplay(trip: late, style: DisplayStyle(locale: Locale(identifier: "en_US"), timeZone: try #require(TimeZone(identifier: "Asia/Tokyo"))))
         #expect(tokyo.date == "10/10/2015" && tokyo.departure == "12:09\u{202F}AM", "\(tokyo)")
     }
 
     @Test func noDelayStringWhenOnTime() {
-        let onTime = Trip(id: "1", departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
+        let onTime = Trip(id: TripID(1), departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
                           actualDeparture: date("2015-10-09T13:09:53Z"))
         #expect(TripDisplay(trip: onTime, style: DisplayStyle(locale: Locale(identifier: "en_US"), timeZone: .utc)).delay == nil)
     }

@@ -60,7 +60,7 @@ enum RouteTable {
         switch Topic(topic) {
         case .currency, .auctions, .trips, .units, .notification: return .exists
         case .auction(let id): known = AuctionID(id).map(subjects.auctions.exists) ?? false
-        case .trip(let id): known = subjects.trips.exists(id)
+        case .trip(let id): known = TripID(id).map(subjects.trips.exists) ?? false
         case .unit(let id): return subjects.units.exists(id) ? .exists : .absent
         case nil: return .malformed
         }

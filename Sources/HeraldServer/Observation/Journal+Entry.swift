@@ -42,7 +42,7 @@ struct Member: Sendable {
 
     /// A trip in `trips`: filtered by `delayed`.
     static func trip(_ trip: Trip, json: JSONValue) -> Member {
-        Member(collection: TripBoard.collectionTopic, key: trip.id, value: json, values: filterValues(trip))
+        Member(collection: TripBoard.collectionTopic, key: trip.id.description, value: json, values: filterValues(trip))
     }
 
     /// A unit in `units` (nil: `id` removed): filtered by `status`.
@@ -154,7 +154,7 @@ extension Journal {
             let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(style: .events).bytes)
             return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": []],
                          tags: Membership.tags(before: nil, after: Member.filterValues(trip)), values: [(topic, ["trip": json])],
-                         members: [.trip(trip, json: json)], records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
+                         members: [.trip(trip, json: json)], records: [Record(kind: RecordKind.trip, id: trip.id.description, document: trip.document)])
         case .tripMoved(let trip, let changed):
             let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(style: .events).bytes)
             // Whether it was delayed before: the flag flipped if `delayed` is among the changed fields.
@@ -163,7 +163,7 @@ extension Journal {
                          tags: changed.map(\.rawValue)
                             + Membership.tags(before: ["delayed=" + (wasDelayed ? "true" : "false")], after: Member.filterValues(trip)),
                          values: [(topic, ["trip": json])], members: [.trip(trip, json: json)],
-                         records: [Record(kind: RecordKind.trip, id: trip.id, document: trip.document)])
+                         records: [Record(kind: RecordKind.trip, id: trip.id.description, document: trip.document)])
         }
     }
 }

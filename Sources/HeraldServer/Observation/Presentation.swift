@@ -68,7 +68,7 @@ extension Trip {
     func json(style: DisplayStyle) -> JSONValue {
         let display = TripDisplay(trip: self, style: style)
         return [
-            "id": .string(id), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
+            "id": .string(id.description), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
             "actualDeparture": Timestamp.json(actualDeparture), "durationSeconds": .integer(durationSeconds),
             "delaySeconds": .integer(delaySeconds), "delayed": .bool(delayed),
             "display": [
@@ -82,14 +82,14 @@ extension Trip {
     /// What the store keeps of a trip: its three times.
     var document: JSONValue {
         [
-            "id": .string(id), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
+            "id": .string(id.description), "departure": Timestamp.json(departure), "arrival": Timestamp.json(arrival),
             "actualDeparture": Timestamp.json(actualDeparture),
         ]
     }
 
     /// A trip from its stored document (or a trip event's JSON); nil when it does not read.
     init?(document: JSONValue) {
-        guard let id = document["id"]?.stringValue,
+        guard let id = document["id"]?.stringValue.flatMap(TripID.init),
               let departure = document["departure"]?.stringValue.flatMap(Timestamp.parse),
               let arrival = document["arrival"]?.stringValue.flatMap(Timestamp.parse),
               let actual = document["actualDeparture"]?.stringValue.flatMap(Timestamp.parse) else { return nil }

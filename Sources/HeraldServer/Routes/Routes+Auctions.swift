@@ -85,4 +85,10 @@ extension Request {
         guard let id = AuctionID(text) else { throw DomainError.notFound("auction", text) }
         return id
     }
+
+    /// The trip `text` names; 404 when it names none (`abc`, `01`).
+    static func tripID(_ text: String) throws(DomainError) -> TripID {
+        guard let id = TripID(text) else { throw DomainError.notFound("trip", text) }
+        return id
+    }
 }

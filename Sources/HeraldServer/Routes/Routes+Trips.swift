@@ -26,19 +26,19 @@ extension Routes {
             }
             let page = paging.page(trips.trips(after: try paging.numericAfter()).filter { delayed == nil || $0.delayed == delayed })
             var response = paging.response("trips", page.entries.map { $0.json(style: style) }, more: page.more,
-                                            lastKey: page.entries.last?.id, request: request)
+                                            lastKey: page.entries.last?.id.description, request: request)
             response.headers.append(contentsOf: Self.language(style.locale))
             return response
         }
         add(.get, "/trips/events") { request in try events.streamCollection(request, TripBoard.collectionTopic) }
         read("/trips/{id}") { request in
-            let trip = try trips.get(request.parameter("id"))
+            let trip = try trips.get(try Request.tripID(request.parameter("id")))
             let style = try request.displayStyle()
             return .json(bytes: trip.json(style: style).bytes, etag: EntityTag.of(trip, style: style), headers: Self.language(style.locale))
         }
         let replicated = replicated
         write(.patch, "/trips/{id}", topic: "trips/{id}") { request, _ in
-            let id = request.parameter("id")
+            let id = try Request.tripID(request.parameter("id"))
             if !replicated { _ = try trips.get(id) }
             let patch = try TripPatch(json: try request.json()), style = try request.displayStyle()
             let conditions = Preconditions(request)
@@ -49,7 +49,7 @@ extension Routes {
             }
         }
         write(.post, "/trips/{id}/delay", topic: "trips/{id}") { request, _ in
-            let id = request.parameter("id")
+            let id = try Request.tripID(request.parameter("id"))
             if !replicated { _ = try trips.get(id) }
             let delay = try TripDelay(json: try request.json()), style = try request.displayStyle()
             let conditions = Preconditions(request)
@@ -60,7 +60,7 @@ extension Routes {
             }
         }
         add(.get, "/trips/{id}/events") { request in
-            try events.stream(request, topics: [TripBoard.topic(request.parameter("id"))])
+            try events.stream(request, topics: [TripBoard.collectionTopic + "/" + request.parameter("id")])
         }
     }
 }
