@@ -11,23 +11,10 @@ struct ChangedFields: Sendable {
     /// The events of the subject whose tags say what changed (the others carry no fields).
     let events: Set<EventName>
 
-    static let auctions = ChangedFields(name: "auctions", fields: ["price", "leader", "bidCount", "deadline", "status", "winner"],
-                                        events: [.auction, .bid, .closed, .tick])
-    static let trips = ChangedFields(name: "trips", fields: Set(Trip.Field.allCases.map(\.rawValue)), events: [.trip])
-    static let units = ChangedFields(name: "units", fields: ["name", "status"], events: [.unit])
-
-    /// The subjects among `topics` that have fields, each once.
+    /// The kinds among `topics` that have fields, each once, in the registry's order.
     static func subjects(of topics: [String]) -> [ChangedFields] {
-        var auction = false, trip = false, unit = false
-        for topic in topics {
-            switch Topic(topic) {
-            case .auction, .auctions: auction = true
-            case .trip, .trips: trip = true
-            case .unit, .units: unit = true
-            default: break
-            }
-        }
-        return (auction ? [auctions] : []) + (trip ? [trips] : []) + (unit ? [units] : [])
+        let kinds = Set(topics.compactMap { CollectionKind(topic: Topic($0)) })
+        return CollectionKind.allCases.filter(kinds.contains).map(\.changedFields)
     }
 
     /// What a bid changed: the price, the count and the deadline always; the leader when another bidder led.
@@ -43,7 +30,7 @@ struct ChangedFields: Sendable {
 
     /// What saving a unit changed (every field when it is new).
     static func saving(_ unit: HeraldDomain.Unit, previous: HeraldDomain.Unit?) -> [String] {
-        guard let previous else { return units.fields.sorted() }
+        guard let previous else { return CollectionKind.units.changedFields.fields.sorted() }
         return (previous.name == unit.name ? [] : ["name"]) + (previous.status == unit.status ? [] : ["status"])
     }
 }

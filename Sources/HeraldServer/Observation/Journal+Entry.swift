@@ -55,9 +55,9 @@ struct Member: Sendable {
         Member(collection: UnitStore.collectionTopic, key: unit.id, value: json, values: filterValues(unit))
     }
 
-    static func filterValues(_ auction: Auction) -> [String] { ["status=" + auction.status.rawValue] }
-    static func filterValues(_ trip: Trip) -> [String] { ["delayed=" + (trip.delayed ? "true" : "false")] }
-    static func filterValues(_ unit: HeraldDomain.Unit) -> [String] { ["status=" + unit.status.rawValue] }
+    static func filterValues(_ auction: Auction) -> [String] { FilterValue.of(auction).map(\.tag) }
+    static func filterValues(_ trip: Trip) -> [String] { FilterValue.of(trip).map(\.tag) }
+    static func filterValues(_ unit: HeraldDomain.Unit) -> [String] { FilterValue.of(unit).map(\.tag) }
 }
 
 extension EventName {
@@ -111,13 +111,13 @@ extension Journal {
         case .auctionOpened(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .auction, payload: ["auction": json],
-                         tags: ChangedFields.auctions.fields.sorted() + Membership.tags(before: nil, after: Member.filterValues(auction)),
+                         tags: CollectionKind.auctions.changedFields.fields.sorted() + Membership.tags(before: nil, after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .bidPlaced(let bid, let auction):
             // Written once, and copied into the event, the auction's current value and the bid's answer.
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .bid, payload: ["bid": bid.json, "auction": json],
-                         tags: ChangedFields.bid(on: auction) + Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
+                         tags: ChangedFields.bid(on: auction) + Membership.tags(before: [FilterValue.open.tag], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction, newBid: bid)
         case .countdownTicked(let auction, let remaining):
             let topic = AuctionHouse.topic(auction.id)
@@ -129,7 +129,7 @@ extension Journal {
         case .auctionClosed(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .closed, payload: ["auction": json, "winner": .optional(auction.winner)],
-                         tags: ChangedFields.closing(auction) + Membership.tags(before: ["status=open"], after: Member.filterValues(auction)),
+                         tags: ChangedFields.closing(auction) + Membership.tags(before: [FilterValue.open.tag], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .unitSaved(let unit, let previous):
             // Written once, and copied into the event, the unit's current value, its collection's member
@@ -159,9 +159,10 @@ extension Journal {
             let topic = TripBoard.topic(trip.id), json = JSONValue.encoded(trip.json(style: .events).bytes)
             // Whether it was delayed before: the flag flipped if `delayed` is among the changed fields.
             let wasDelayed = changed.contains(.delayed) ? !trip.delayed : trip.delayed
+            let before = FilterValue(field: "delayed", value: wasDelayed ? "true" : "false")
             return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": .array(changed.map { .string($0.rawValue) })],
                          tags: changed.map(\.rawValue)
-                            + Membership.tags(before: ["delayed=" + (wasDelayed ? "true" : "false")], after: Member.filterValues(trip)),
+                            + Membership.tags(before: [before.tag], after: Member.filterValues(trip)),
                          values: [(topic, ["trip": json])], members: [.trip(trip, json: json)],
                          records: [Record(kind: RecordKind.trip, id: trip.id.description, document: trip.document)])
         }

@@ -138,9 +138,9 @@ final class Journal: ChangeSink {
         self.store = store
         self.logger = logger
         self.state = ThreadBound(State(sequence: lastSequence), owner: writer.thread)
-        hub.declareCollection(AuctionHouse.collectionTopic, arrayName: "auctions", itemName: .auction)
-        hub.declareCollection(TripBoard.collectionTopic, arrayName: "trips", itemName: .trip)
-        hub.declareCollection(UnitStore.collectionTopic, arrayName: "units", itemName: .unit)
+        for kind in CollectionKind.allCases {
+            hub.declareCollection(kind.topic, arrayName: kind.arrayName, itemName: kind.itemEvent)
+        }
         writer.batches(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() },
                        tidy: { [weak self] in self?.store?.tidy() })
     }

@@ -127,11 +127,8 @@ struct EventRoutes: Sendable {
     }
 
     /// What each collection's members may be filtered by, and the values each field takes.
-    static let collectionFields: [String: [String: [String]]] = [
-        AuctionHouse.collectionTopic: ["status": Auction.Status.allCases.map(\.rawValue)],
-        TripBoard.collectionTopic: ["delayed": ["true", "false"]],
-        UnitStore.collectionTopic: ["status": HeraldDomain.Unit.Status.allCases.map(\.rawValue)],
-    ]
+    static let collectionFields: [String: [String: [String]]] = Dictionary(
+        uniqueKeysWithValues: CollectionKind.allCases.map { ($0.topic, $0.filterFields) })
 
     /// The filter `fields` (name and comma-separated values) make for `topic`: nil for none, 400 for a
     /// field the topic has not, a value the field never takes, or a filter on a topic that is no collection.
