@@ -22,8 +22,9 @@ import Testing
     /// The same changes in each (`scripts/make-store-fixture`): the example data, auction 2 with three
     /// bids and its countdown running, auction 3 closed, the currency set, a unit changed and one
     /// removed, a trip delayed, a notification. Schema 1 (2026-11-22) holds events 1–13, two of them
-    /// stored countdown ticks; schema 2 (2026-11-23) events 1–11, ticks being no longer stored.
-    @Test(arguments: [("store-schema-1", 13), ("store-schema-2", 11)])
+    /// stored countdown ticks; schema 2 (2026-11-23) events 1–11, ticks being no longer stored; schema 5
+    /// (2026-11-28, the last before auctions had a currency) events 1–15, the examples being events too.
+    @Test(arguments: [("store-schema-1", 13), ("store-schema-2", 11), ("store-schema-5", 15)])
     func anEarlierDataDirectoryOpensWithEverythingInIt(fixture: String, lastEvent: Int) throws {
         let directory = try copy(fixture)
         defer { removeTemporaryDirectory(directory) }
@@ -63,5 +64,26 @@ import Testing
         // Schema 2: the auctions and their bids moved out of their records, and the stored ticks are gone.
         #expect(try TransientTickTests.storedEvents(named: "tick", in: directory) == 0)
         #expect(try TransientTickTests.storedEvents(named: "bid", in: directory) == 4)
+    }
+
+    /// What the main of 2026-11-28 wrote (schema 5) restores unchanged: the lobby's stored tags
+    /// (`was:status=open`, `is:status=closed`) replay as they did, so a lobby resumed from before the
+    /// fixture's changes gets auction 2's entry and bids and auction 3's `left` when it closed; and the
+    /// auctions from before currencies are in dollars.
+    @Test func aSchema5LobbyReplaysAsItDidAndItsAuctionsAreInDollars() throws {
+        let directory = try copy("store-schema-5")
+        defer { removeTemporaryDirectory(directory) }
+        let server = try TestHerald(dataDirectory: directory)
+        defer { server.stop() }
+        #expect(try server.client().get("/auctions/2").json["currency"] as? String == "dollar")
+        let lobby = try server.stream("/auctions/events?status=open", headers: [("Last-Event-ID", "3")])
+        defer { lobby.close() }
+        var seen: [String] = []
+        while !seen.contains("left 3"), seen.count < 20 {
+            guard let event = try? lobby.next(timeout: 5) else { break }
+            let id = (event.json["auction"] as? [String: Any])?["id"] as? String ?? event.json["id"] as? String ?? "?"
+            seen.append("\(event.event ?? "-") \(id)")
+        }
+        #expect(seen == ["auction 2", "auction 2", "auction 2", "auction 2", "auction 3", "auction 3", "left 3"], "\(seen)")
     }
 }
