@@ -12,8 +12,11 @@ struct TripLocalizer: Sendable {
 
     /// The frame for `event` in this locale, or nil to send the shared one.
     func frame(for event: Event) -> [UInt8]? {
-        if case .trips = Topic(event.topic), event.name == .snapshot { return collectionFrame(for: event) }
-        guard case .trip = Topic(event.topic), event.name == .snapshot || event.name == .trip,
+        // The name first: only a snapshot or a trip's change is rewritten, and most events are neither.
+        guard event.name == .snapshot || event.name == .trip else { return nil }
+        let topic = Topic(event.topic)
+        if case .trips = topic, event.name == .snapshot { return collectionFrame(for: event) }
+        guard case .trip = topic,
               case .object(let members)? = try? JSONValue.parse(event.data),
               let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Trip(document: $0.1) })
         else { return nil }
