@@ -100,6 +100,9 @@ import Testing
         #expect(names.contains("herald-timers"), "presence ticks on the timers' thread: \(names)")
         let strangers = names.filter { !($0 == "herald" || $0.hasPrefix("herald-") || $0.hasPrefix("MHD-")) }
         #expect(strangers.isEmpty, "threads that are not Herald's: \(strangers) of \(names)")
+        // `herald` is the main thread alone: a thread that is not named takes the process's name.
+        #expect(names.filter { $0 == "herald" }.count == 1, "one thread named as the process, the main one: \(names)")
+        #expect(names.contains("herald-access-l"), "the access log's thread, named (15 bytes): \(names)")
     }
 
     /// libmicrohttpd's thread (once it has served a request) and the stream engine's loops are batch

@@ -41,6 +41,8 @@ public final class AccessLog: Sendable {
         self.output = output
         self.delay = delay
         let thread = Thread { [self] in
+            // Named as the system sees it (`Thread.name` alone leaves it `herald`, the process's name).
+            OwnerThread(name: "herald-access-log").bindToCurrentThread()
             while true {
                 wake.wait()
                 _ = full.wait(timeout: .now() + delay.inSeconds)
