@@ -191,7 +191,8 @@ public final class Hub: Sendable {
 
     /// Each thread that has queued published events to observers (its name), with how many batches
     /// it queued. Fan-out belongs to the stream engine's loops: the server checks that it never runs on
-    /// a thread that answers requests, which would make a publisher wait for every observer.
+    /// a thread that answers requests, which would make a publisher wait for every observer. Debug
+    /// builds (the tests') only: a release build records none.
     public var deliveringThreads: [String: Int] {
         deliverers.withLock { threads in
             threads.values.reduce(into: [:]) { $0[$1.name, default: 0] += $1.batches }

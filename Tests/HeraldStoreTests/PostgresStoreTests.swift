@@ -393,8 +393,8 @@ struct PostgresStoreTests {
     /// fuller than the store's limit, commits notify their revision alone (the others read them).
     @Test func aFullNotificationQueueStopsTheNews() throws {
         let url = try TestPostgres.database()
-        let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        writer.newsQueueLimit = -1  // any use of the queue is above it
+        // Any use of the queue is above the writer's limit.
+        let (writer, reader) = (try PostgresStore(url: url, newsQueueLimit: -1), try PostgresStore(url: url))
         _ = try reader.load(eventLimit: 0)
         reader.onNews { _, _ in .taken }
         let heard = Lock(0)

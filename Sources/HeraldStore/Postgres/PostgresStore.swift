@@ -98,9 +98,10 @@ public final class PostgresStore: Store {
     /// hundreds of times faster than bare revisions. Three replicas writing as fast as they can leave
     /// at most one of its 8 KB pages unread (measured twice a second), so more than 8 means a listener
     /// stopped reading: then (read at most once a second, in a batch's first round trip) commits
-    /// notify their revision alone, and the others read what they committed. Internal: a test sets it
-    /// below zero, before the store's first batch.
-    nonisolated(unsafe) var newsQueueLimit = 8.0 * 8_192 / (8.0 * 1_024 * 1_024 * 1_024)
+    /// notify their revision alone, and the others read what they committed. A test gives one below
+    /// zero (`init(url:lockWait:newsQueueLimit:)`).
+    let newsQueueLimit: Double
+    public static let newsQueueLimit = 8.0 * 8_192 / (8.0 * 1_024 * 1_024 * 1_024)
     /// Whether commits carry their news now (false while the queue is above `newsQueueLimit`).
     let carryNews = Atomic<Bool>(true)
     var carriesNews: Bool { carryNews.load(ordering: .relaxed) }
@@ -212,7 +213,12 @@ public final class PostgresStore: Store {
     /// Connects and migrates the database to the current schema. Refuses a database migrated by a
     /// newer Herald. `lockWait` bounds how long a batch waits for the write lock, and how long any
     /// session of a replica may sit in a transaction without a word (see `settings`).
-    public init(url: String, lockWait: Duration = PostgresStore.lockWait) throws(StoreError) {
+    public convenience init(url: String, lockWait: Duration = PostgresStore.lockWait) throws(StoreError) {
+        try self.init(url: url, lockWait: lockWait, newsQueueLimit: Self.newsQueueLimit)
+    }
+
+    init(url: String, lockWait: Duration = PostgresStore.lockWait, newsQueueLimit: Double) throws(StoreError) {
+        self.newsQueueLimit = newsQueueLimit
         let connection = try PostgresConnection(url)
         self.url = url
         settings = Self.settings(lockWait: lockWait)

@@ -94,11 +94,15 @@ public final class SQLiteStore: Store {
 
     /// Commits the batch opened by `beginBatch()`. If the commit fails, none of the batch is stored.
     public func commitBatch() throws(StoreError) {
+        // The tests' hooks, compiled into debug builds only: a release commit takes no lock for them.
+        #if DEBUG
         beforeNextCommit.withLock { hook in
             defer { hook = nil }
             return hook
         }?.run()
+        #endif
         try connection.withLock { connection throws(StoreError) in
+            #if DEBUG
             if failNextCommit.withLock({ failing in
                 defer { failing = false }
                 return failing
@@ -106,6 +110,7 @@ public final class SQLiteStore: Store {
                 connection.rollbackBatch()
                 throw StoreError("database or disk is full (injected by a test)", code: SQLITE_FULL)
             }
+            #endif
             try connection.commitBatch()
         }
     }
