@@ -344,7 +344,7 @@ extension ProcessTests {
     }
 
     /// One version everywhere: `herald --version`, `/health`, `herald_server_info`, `openapi.yaml`'s
-    /// `info.version` and the container's label.
+    /// `info.version`, the container's label, and a section of CHANGELOG.md.
     @Test func theVersionIsTheSameEverywhere() throws {
         let version = try output(["--version"]).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(version.split(separator: ".").count == 3 && version.allSatisfy { $0.isNumber || $0 == "." }, "\(version)")
@@ -353,6 +353,8 @@ extension ProcessTests {
         #expect(openapi.contains("\n  version: \(version)\n"), "openapi.yaml's info.version")
         let dockerfile = try String(contentsOf: root.appendingPathComponent("Dockerfile"), encoding: .utf8)
         #expect(dockerfile.contains(#"org.opencontainers.image.version="\#(version)""#), "the container's label")
+        let changelog = try String(contentsOf: root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains("\n## [\(version)] - "), "CHANGELOG.md has a section for the version")
         let herald = try HeraldProcess(arguments: ["--no-examples"])
         let client = HTTPClient(port: herald.port)
         #expect(try client.get("/health").json["version"] as? String == version)
