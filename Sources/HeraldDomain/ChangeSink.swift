@@ -10,8 +10,9 @@ public protocol ChangeSink: Sendable {
     func publish(_ event: DomainEvent) throws(DomainError)
     /// Sets current values without an event or a record (restoring at start).
     func seed(_ states: [DomainState])
-    /// Runs `work` where changes are made, after every change asked for before it, and returns once it
-    /// ran and its changes are published. A timer that changes state fires through it, holding no lock.
+    /// Runs `work` where changes are made, after every change asked for before it. It may return
+    /// before `work` ran (Herald's writer queues it): a timer that changes state fires through it,
+    /// holding no lock, and its thread moves on to the next timer instead of waiting for a batch.
     func perform(_ work: @escaping @Sendable () -> Void)
     /// Calls `end` once the batch that holds the change being made ends: with true once it is durable
     /// (before its events are published), with false when it was lost (its changes never happened).

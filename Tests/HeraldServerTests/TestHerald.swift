@@ -44,6 +44,8 @@ final class TestHerald {
         var quiet = Logger(label: "test")
         quiet.logLevel = .warning
         herald = try Herald(configuration: configuration, logger: logger ?? quiet, clock: clock ?? SystemClock())
+        // A firing is queued on the writer: a test's `advance` returns once it ran, as a change's answer does.
+        clock?.afterEachFiring { [weak herald] in herald?.settle() }
         try herald.start()
     }
 

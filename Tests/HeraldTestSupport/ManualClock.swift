@@ -21,6 +21,14 @@ public final class ManualClock: DomainClock {
 
     private let state: Lock<State>
     private let start: Date
+    /// Called after each firing (`afterEachFiring`).
+    private let settles = Lock<[@Sendable () -> Void]>([])
+
+    /// Calls `settle` after each timer that fires, before the next: a server whose changes run on a
+    /// thread of their own (Herald's writer queues a firing) lets `advance` return once they ran.
+    public func afterEachFiring(_ settle: @escaping @Sendable () -> Void) {
+        settles.withLock { $0.append(settle) }
+    }
 
     public init(now: Date = Date(timeIntervalSince1970: 1_444_396_193)) {
         state = Lock(State(now: now))
@@ -52,6 +60,7 @@ public final class ManualClock: DomainClock {
             }
             guard let due else { break }
             due.work()
+            for settle in settles.withLock({ $0 }) { settle() }
         }
         state.withLock { $0.now = target }
     }

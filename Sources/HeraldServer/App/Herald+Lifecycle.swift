@@ -79,6 +79,12 @@ extension Herald {
     }
 
     /// Stops what `start()` started, in the reverse order: ends every stream cleanly, and stops listening last.
+    /// Returns once every change queued before the call has run (a timer's firing is queued on the
+    /// writer, not waited for); at once after `stop`.
+    public func settle() {
+        _ = try? journal.writer.perform {}
+    }
+
     public func stop() {
         beginDraining()
         pruning?.stop()

@@ -22,7 +22,8 @@ final class Pruning: Sendable {
         (self.store, self.hub, self.journal, self.configuration, self.clock, self.logger) = (store, hub, journal, configuration, clock, logger)
     }
 
-    func start() { prune() }
+    /// Prunes once before returning (the start's prune is done when Herald answers), then on its timer.
+    func start() { prune(waiting: true) }
 
     func stop() {
         state.withLock { state in
@@ -32,9 +33,9 @@ final class Pruning: Sendable {
         }
     }
 
-    private func prune() {
+    private func prune(waiting: Bool = false) {
         let (store, hub, logger, configuration, clock) = (store, hub, logger, configuration, clock)
-        _ = try? journal.writer.perform {
+        let work: @Sendable () -> Void = {
             do {
                 let cutoff = configuration.historyDays.map { clock.now.addingTimeInterval(-Double($0) * 86_400) }
                 hub.forget(before: try store.prune(keep: configuration.history, before: cutoff))
@@ -42,6 +43,8 @@ final class Pruning: Sendable {
                 logger.error("pruning failed", metadata: ["store.error": "\(error)"])
             }
         }
+        // On the timer, queued: the timers' thread does not wait for the writer.
+        if waiting { _ = try? journal.writer.perform { work() } } else { journal.writer.queue(work) }
         state.withLock { state in
             guard !state.stopped else { return }
             state.timer = clock.schedule(at: clock.now.addingTimeInterval(configuration.pruneInterval)) { [weak self] in self?.prune() }

@@ -188,7 +188,7 @@ final class Journal: ChangeSink {
     }
 
     func perform(_ work: @escaping @Sendable () -> Void) {
-        _ = try? writer.perform { work() }
+        writer.queue(work)
     }
 
     /// The domain's memory takes a batch's changes once it is durable (`finishBatch`), so that no

@@ -169,6 +169,18 @@ final class Writer: Sendable {
     /// (a change that makes another) it runs at once, in the current batch. Before `start`, the thread
     /// that sets Herald up (restoring the store, the examples) stands in for the writer: `work` runs
     /// on it at once, as a batch of its own.
+    /// Runs `work` on the writer after what was asked for before it, without waiting for it: at once
+    /// on the writer, in place before the writer starts (the thread that sets Herald up stands in),
+    /// else queued. A timer's firing comes this way, so the timers' thread never waits for a batch,
+    /// its commit or its sync. Dropped once the writer has stopped.
+    func queue(_ work: @escaping @Sendable () -> Void) {
+        if isCurrentThread || !state.withLock({ $0.started }) {
+            _ = try? perform { work() }
+            return
+        }
+        submit({ () throws(DomainError) in work() }, done: { _ in })
+    }
+
     func perform<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
         if isCurrentThread { return try work() }
         let early = try standingIn.run { () throws(DomainError) -> Result<T, DomainError>? in
