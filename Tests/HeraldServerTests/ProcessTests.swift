@@ -77,7 +77,7 @@ import Testing
         group.wait()
         herald.process.waitUntilExit()
         #expect(herald.process.terminationStatus == 0, "\(herald.log.text.suffix(3000))")
-        // The README's bound is the drain (2 s) and the cut-off of streams that do not read (5 s); the
+        // The documented bound is the drain (2 s) and the cut-off of streams that do not read (5 s); the
         // wait allows a loaded machine far more.
         #expect(Date().timeIntervalSince(start) < 30)
     }
@@ -158,7 +158,7 @@ import Testing
         #expect(stream.awaitEnd(timeout: 30), "the stream ended")
         herald.process.waitUntilExit()
         #expect(herald.process.terminationStatus == 0)
-        #expect(Date().timeIntervalSince(start) < 30, "the README's bound is 7 s; the wait allows a loaded machine more")
+        #expect(Date().timeIntervalSince(start) < 30, "the documented bound (docs/operations.md) is 7 s; the wait allows a loaded machine more")
         #expect(throws: (any Error).self) { try HTTPClient(port: herald.port).get("/health") }
     }
 

@@ -1,4 +1,4 @@
-"""The image the README's podman command builds: it keeps its HEALTHCHECK (the OCI format, podman's
+"""The image docs/deployment.md's podman command builds: it keeps its HEALTHCHECK (the OCI format, podman's
 default, drops it), and a container of it reports healthy once Herald is ready, and unhealthy while
 it drains.
 
@@ -52,7 +52,7 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 @pytest.fixture(scope="module")
 def image():
-    # The README's command: `podman build --format docker -t herald .`
+    # docs/deployment.md's command: `podman build --format docker -t herald .`
     build = podman("build", "--format", "docker", *shlex.split(os.environ.get("HERALD_PODMAN_BUILD", "")), "-t", IMAGE,
                    herald_process.ROOT, check=False)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]

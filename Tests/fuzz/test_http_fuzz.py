@@ -192,12 +192,12 @@ def check(port, data):
     if MALFORMED_LENGTH.search(data.split(b"\r\n\r\n")[0] + b"\r\n"):
         # libmicrohttpd 0.9.75 answers a Content-Length that is not digits itself, and writes that answer's
         # head twice (connection.c:4539-4542 sets the state back after parse_connection_headers queued
-        # it); Herald is never called. The status is right and the connection closes. README, "Limits".
+        # it); Herald is never called. The status is right and the connection closes. docs/api.md, "Limits".
         requests_sent += 1
     if re.search(rb"\r?\n:", data.split(b"\r\n\r\n")[0]):
         # libmicrohttpd 0.9.75 ends the head at a field line that begins with ':' (process_header_line
         # zeroes the colon in place, connection.c:3443, and the empty-line test at connection.c:4531
-        # then sees an empty line); what follows is read as another request. README, "Limits".
+        # then sees an empty line); what follows is read as another request. docs/api.md, "Limits".
         requests_sent += data.count(b"\r\n\r\n") + 1
     assert len(statuses) <= requests_sent, f"more answers than requests: {statuses} for {data[:300]!r}"
     for status in statuses:
