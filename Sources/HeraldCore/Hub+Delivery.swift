@@ -30,7 +30,8 @@ extension Hub {
         let audiences: [String: [Audience]]
     }
 
-    /// Takes every published event waiting, with the observer sets each reaches; nil when none waits.
+    /// Takes every published event waiting, with the observer sets each reaches; nil when none waits,
+    /// or when no observer watches any of them (they are delivered: to nobody).
     /// Deliver the batches in the order taken: `deliver()` does, or N threads each deliver every batch
     /// to its own share of the observers (`deliver(_:share:of:)`), the stream engine's loops together.
     public func deliveries() -> Deliveries? {
@@ -52,6 +53,9 @@ extension Hub {
                 }
                 audiences[Self.audienceKey(of: event)] = sets
             }
+            // Events nobody observes (a countdown's tick with no watcher): nothing to fan out, and no
+            // stream-engine loop is handed work to wake for.
+            guard audiences.values.contains(where: { !$0.isEmpty }) else { return nil }
             return Deliveries(events: events, audiences: audiences)
         }
     }

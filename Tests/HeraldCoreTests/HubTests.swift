@@ -80,6 +80,20 @@ import Testing
         #expect(subscriptions.map { drain($0).map(text) } == Array(repeating: ["6"], count: 10))
     }
 
+    /// A batch that no observer watches is no work: the engine's first loop hands nothing to the others,
+    /// which a countdown's ticks with no watcher woke every second.
+    @Test func aBatchNobodyWatchesIsNoWorkForTheLoops() throws {
+        let hub = Hub()
+        hub.deliverWhenSignalled {}
+        hub.publish(topic: "auctions/1", name: "tick", data: bytes("1"))
+        #expect(hub.deliveries() == nil, "nobody watches auctions/1")
+        let subscription = hub.subscribe(to: ["auctions/1"], resume: .now(snapshot: false))
+        hub.publish(topic: "auctions/1", name: "tick", data: bytes("2"))
+        let batch = try #require(hub.deliveries(), "now somebody does")
+        hub.deliver(batch)
+        #expect(drain(subscription).map(text) == ["2"], "and gets only what was published after it came")
+    }
+
     /// A loop that fans a batch out to 1,000 lobby observers queues for over a millisecond; it lets its
     /// core go in between (`StreamEngine.pause`), so the batch calls back every 32 observers, with the
     /// observers before it queued to and no lock held: a publish from another thread goes through.
