@@ -10,6 +10,13 @@ struct ChangedFields: Sendable {
     let fields: Set<String>
     /// The events of the subject whose tags say what changed (the others carry no fields).
     let events: Set<EventName>
+    /// `fields` in order: what a new member changed.
+    let all: [String]
+
+    init(name: String, fields: Set<String>, events: Set<EventName>) {
+        (self.name, self.fields, self.events) = (name, fields, events)
+        all = fields.sorted()
+    }
 
     /// The kinds among `topics` that have fields, each once, in the registry's order.
     static func subjects(of topics: [String]) -> [ChangedFields] {
@@ -30,7 +37,7 @@ struct ChangedFields: Sendable {
 
     /// What saving a unit changed (every field when it is new).
     static func saving(_ unit: HeraldDomain.Unit, previous: HeraldDomain.Unit?) -> [String] {
-        guard let previous else { return CollectionKind.units.changedFields.fields.sorted() }
+        guard let previous else { return CollectionKind.units.changedFields.all }
         return (previous.name == unit.name ? [] : ["name"]) + (previous.status == unit.status ? [] : ["status"])
     }
 }

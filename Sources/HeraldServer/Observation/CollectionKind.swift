@@ -54,12 +54,19 @@ enum CollectionKind: CaseIterable, Sendable {
     /// of them changed (the others carry no fields).
     var changedFields: ChangedFields {
         switch self {
-        case .auctions: ChangedFields(name: topic, fields: ["price", "leader", "bidCount", "deadline", "status", "winner"],
-                                      events: [.auction, .bid, .closed, .tick])
-        case .trips: ChangedFields(name: topic, fields: Set(Trip.Field.allCases.map(\.rawValue)), events: [.trip])
-        case .units: ChangedFields(name: topic, fields: ["name", "status"], events: [.unit])
+        case .auctions: Self.auctionFields
+        case .trips: Self.tripFields
+        case .units: Self.unitFields
         }
     }
+
+    // Made once: a change's entry reads them (every field of a new auction or unit).
+    private static let auctionFields = ChangedFields(name: AuctionHouse.collectionTopic,
+                                                     fields: ["price", "leader", "bidCount", "deadline", "status", "winner"],
+                                                     events: [.auction, .bid, .closed, .tick])
+    private static let tripFields = ChangedFields(name: TripBoard.collectionTopic, fields: Set(Trip.Field.allCases.map(\.rawValue)),
+                                                  events: [.trip])
+    private static let unitFields = ChangedFields(name: UnitStore.collectionTopic, fields: ["name", "status"], events: [.unit])
 
     /// The grant pattern that covers every member, and so the lobby (`auctions/*`).
     var memberPattern: String { topic + "/*" }

@@ -111,7 +111,7 @@ extension Journal {
         case .auctionOpened(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .auction, payload: ["auction": json],
-                         tags: CollectionKind.auctions.changedFields.fields.sorted() + Membership.tags(before: nil, after: Member.filterValues(auction)),
+                         tags: CollectionKind.auctions.changedFields.all + Membership.tags(before: nil, after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .bidPlaced(let bid, let auction):
             // Written once, and copied into the event, the auction's current value and the bid's answer.

@@ -11,7 +11,7 @@ struct DisplayStyle: Sendable {
     init(locale: Locale, timeZone: TimeZone, zoneName: String? = nil) {
         self.locale = locale
         self.timeZone = timeZone
-        self.zoneName = zoneName ?? (timeZone.secondsFromGMT() == 0 && timeZone.identifier == TimeZone.utc.identifier ? "UTC" : timeZone.identifier)
+        self.zoneName = zoneName ?? (timeZone == .utc ? "UTC" : timeZone.identifier)
     }
 
     /// Events and snapshots carry strings in this style; `GET` and streams can ask for another.

@@ -276,9 +276,9 @@ function showLobby() {
     const priced = auctions.filter((auction) => auction.currency === view.currency);
     const total = priced.reduce((sum, auction) => sum + auction.price, 0);
     const others = auctions.length - priced.length;
-    const total$ = $("lobby-total");
-    total$.textContent = `Open in ${view.currency}: ${money(total, view.currency)}${others ? `, and ${others} in other currencies` : ""}`;
-    total$.dataset.amount = String(total);
+    const line = $("lobby-total");
+    line.textContent = `Open in ${view.currency}: ${money(total, view.currency)}${others ? `, and ${others} in other currencies` : ""}`;
+    line.dataset.amount = String(total);
   }
   $("lobby").replaceChildren(...auctions.map((auction) => {
     const item = document.createElement("li");
