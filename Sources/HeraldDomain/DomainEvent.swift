@@ -9,10 +9,10 @@ public enum DomainEvent: Sendable {
     case countdownTicked(Auction, remainingSeconds: Int)
     /// The countdown reached zero and the last bidder won.
     case auctionClosed(Auction)
-    /// A unit was created (no `previous`) or replaced.
-    case unitSaved(Unit, previous: Unit?)
-    /// A unit was removed; `previous` is what it was.
-    case unitRemoved(Unit)
+    /// A keyed record (a unit) was created (no `previous`) or replaced; `previous` is of the same kind.
+    case recordSaved(any KeyedRecord, previous: (any KeyedRecord)?)
+    /// A keyed record was removed; this is what it was.
+    case recordRemoved(any KeyedRecord)
     /// The default currency changed from `previous`.
     case currencyChanged(Currency, previous: Currency)
     /// A trip was added: its collection's observers see it enter.

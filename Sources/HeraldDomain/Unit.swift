@@ -1,7 +1,10 @@
 import Synchronization
 
 /// A unit of the data store: something with a name and a health status.
-public struct Unit: Sendable, Equatable {
+public struct Unit: KeyedRecord {
+    public static let collection = "units"
+    public static let noun = "unit"
+
     public enum Status: String, Sendable, CaseIterable {
         case healthy, wounded, dead
     }
@@ -14,12 +17,5 @@ public struct Unit: Sendable, Equatable {
         self.id = id
         self.name = name
         self.status = status
-    }
-
-    /// Whether `id` is 1–64 characters of letters, digits, `_` and `-`.
-    public static func isValidId(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D
-        }
     }
 }

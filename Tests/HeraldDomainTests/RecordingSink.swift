@@ -42,8 +42,8 @@ extension DomainEvent {
         case .bidPlaced: "bid"
         case .countdownTicked: "tick"
         case .auctionClosed: "closed"
-        case .unitSaved: "unit"
-        case .unitRemoved: "removed"
+        case .recordSaved(let record, _): type(of: record).noun
+        case .recordRemoved: "removed"
         case .currencyChanged: "currency"
         case .tripMoved: "trip"
         }

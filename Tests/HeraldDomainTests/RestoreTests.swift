@@ -141,7 +141,7 @@ import Testing
         #expect(house.liveTimers == 0)
         let units = UnitStore(sink: sink)
         #expect(throws: DomainError.self) { try units.put(HeraldDomain.Unit(id: "a", name: "A", status: .healthy)) }
-        #expect(units.units().isEmpty)
+        #expect(units.records().isEmpty)
         // The refused bid left nothing behind in the bids the auction's values share.
         sink.failing = false
         #expect(try house.bid(on: id, NewBid(bidder: "bob", amount: 2)).bid.number == BidNumber(1))

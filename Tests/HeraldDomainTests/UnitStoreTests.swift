@@ -10,7 +10,7 @@ import Testing
         #expect(try store.get("a").status == .dead)
         try store.delete("a")
         #expect(sink.names == ["unit", "unit", "removed"])
-        let created = sink.all.compactMap { if case .unitSaved(_, let previous) = $0 { previous == nil } else { nil } }
+        let created = sink.all.compactMap { if case .recordSaved(_, let previous) = $0 { previous == nil } else { nil } }
         #expect(created == [true, false])
         #expect(!store.exists("a"))
         #expect(throws: DomainError.self) { try store.put(HeraldDomain.Unit(id: "bad id!", name: "x", status: .healthy)) }

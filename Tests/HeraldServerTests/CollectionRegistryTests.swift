@@ -10,15 +10,29 @@ import Testing
 /// restart with a replay equal to what a live observer saw, on SQLite and on PostgreSQL, and
 /// `openapi.yaml` documents its lobby, filters and events. A kind added without one of these fails here.
 @Suite struct CollectionRegistryTests {
-    /// Makes a member of `kind` through the API: its id. (A new kind is named here by the compiler.)
+    /// Makes a member of `kind` through the API: its id. A keyed kind is made with its own example body.
     func makeMember(of kind: CollectionKind, _ client: HTTPClient) throws -> String {
-        let made = switch kind {
-        case .auctions: try client.post("/auctions", #"{"item":"Registry lamp","countdownSeconds":600}"#)
-        case .trips: try client.post("/trips", #"{"departure":"2026-11-28T10:00:00Z","arrival":"2026-11-28T11:00:00Z"}"#)
-        case .units: try client.put("/units/registry", #"{"name":"Registry","status":"wounded"}"#)
+        let made = if let keyed = Registry.keyedKind(kind.topic) {
+            try client.put("/\(kind.topic)/registry", keyed.example)
+        } else if kind == .auctions {
+            try client.post("/auctions", #"{"item":"Registry lamp","countdownSeconds":600}"#)
+        } else {
+            try client.post("/trips", #"{"departure":"2026-11-28T10:00:00Z","arrival":"2026-11-28T11:00:00Z"}"#)
         }
         guard made.status == 201, let id = made.json["id"] as? String else { throw TestError("\(kind) not made: \(made.text)") }
         return id
+    }
+
+    /// Every keyed kind's collection is declared, its stores are made, and its stored records read back
+    /// as the kind wrote them.
+    @Test func everyKeyedKindIsACollectionWithAStore() throws {
+        let subjects = Subjects(clock: SystemClock(), sink: InlineSink())
+        for kind in Registry.keyed {
+            #expect(CollectionKind.allCases.contains { $0.topic == kind.collection }, "\(kind.collection) is a collection")
+            #expect(subjects.keyed[kind.collection] != nil, "\(kind.collection) has a store")
+            #expect(Registry.keyedKind(storedAs: kind.noun)?.collection == kind.collection, "\(kind.noun) is stored as its own")
+        }
+        #expect(Set(Registry.keyed.map { $0.collection }).count == Registry.keyed.count, "each collection once")
     }
 
     @Test(arguments: CollectionKind.allCases)

@@ -141,7 +141,7 @@ import Testing
 }
 
 /// A sink that takes every change and keeps nothing.
-private final class InlineSink: ChangeSink {
+final class InlineSink: ChangeSink {
     func publish(_ event: DomainEvent) {}
     func seed(_ states: [DomainState]) {}
     func perform(_ work: @escaping @Sendable () -> Void) { work() }

@@ -9,6 +9,6 @@ extension Subjects {
         let date = { (text: String) in Timestamp.parse(text) ?? .now }
         _ = try trips.create(NewTrip(departure: date("2015-10-09T13:09:53Z"), arrival: date("2015-10-09T13:26:33Z"),
                                      actualDeparture: date("2015-10-09T13:14:53Z")))
-        _ = try units.put(HeraldDomain.Unit(id: "scout", name: "Scout", status: .healthy))
+        _ = try store(UnitKind.self)?.put(HeraldDomain.Unit(id: "scout", name: "Scout", status: .healthy))
     }
 }

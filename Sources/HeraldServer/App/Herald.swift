@@ -21,7 +21,6 @@ public final class Herald: Sendable {
     public var auctions: AuctionHouse { subjects.auctions }
     public var currency: CurrencySetting { subjects.currency }
     public var trips: TripBoard { subjects.trips }
-    public var units: UnitStore { subjects.units }
     let server: HTTPServer
     /// The listener of `/metrics` alone, when it is not the public one (`--metrics-port`).
     let metricsServer: HTTPServer?

@@ -16,7 +16,7 @@ enum RouteTable {
         routes.addAuctions(subjects.auctions, currency: subjects.currency, events: events)
         routes.addCurrency(subjects.currency, events: events)
         routes.addTrips(subjects.trips, events: events)
-        routes.addUnits(subjects.units, events: events)
+        for kind in Registry.keyed { kind.addRoutes(&routes, from: subjects, events: events) }
         routes.addNotifications(journal, events: events)
         routes.add(.get, "/events") { request in try events.streamMany(request) }
         routes.add(.get, "/presence") { request in try events.presenceAnswer(request) }
@@ -58,10 +58,10 @@ enum RouteTable {
         }
         let known: Bool
         switch Topic(topic) {
-        case .currency, .auctions, .trips, .units, .notification: return .exists
+        case .currency, .auctions, .trips, .keyed, .notification: return .exists
         case .auction(let id): known = AuctionID(id).map(subjects.auctions.exists) ?? false
         case .trip(let id): known = TripID(id).map(subjects.trips.exists) ?? false
-        case .unit(let id): return subjects.units.exists(id) ? .exists : .absent
+        case .record(let collection, let id): return subjects.keyed[collection]?.exists(id) == true ? .exists : .absent
         case nil: return .malformed
         }
         return known ? .exists : .unknown

@@ -40,19 +40,24 @@ extension Subjects {
     }
 }
 
-/// The four subjects, held weakly: `subjects` is nil once any of them is gone.
+/// The subjects, held weakly: `subjects` is nil once any of them is gone.
 private struct WeakSubjects: Sendable {
     weak var auctions: AuctionHouse?
     weak var currency: CurrencySetting?
     weak var trips: TripBoard?
-    weak var units: UnitStore?
+    let keyed: [String: WeakKeyed]
+
+    struct WeakKeyed: Sendable { weak var store: (any KeyedSubject)? }
 
     init(_ subjects: Subjects) {
-        (auctions, currency, trips, units) = (subjects.auctions, subjects.currency, subjects.trips, subjects.units)
+        (auctions, currency, trips) = (subjects.auctions, subjects.currency, subjects.trips)
+        keyed = subjects.keyed.mapValues { WeakKeyed(store: $0) }
     }
 
     var subjects: Subjects? {
-        guard let auctions, let currency, let trips, let units else { return nil }
-        return Subjects(auctions: auctions, currency: currency, trips: trips, units: units)
+        guard let auctions, let currency, let trips else { return nil }
+        let stores = keyed.compactMapValues(\.store)
+        guard stores.count == keyed.count else { return nil }
+        return Subjects(auctions: auctions, currency: currency, trips: trips, keyed: stores)
     }
 }

@@ -174,7 +174,7 @@ public final class Metrics: Sendable {
         registry.makeGauge(descriptor: Metrics.describe("herald_server_info", "1, with the server's version as a label."),
                            labels: [("version", HeraldVersion.current)]).set(Double(1))
         registry.makeGauge(descriptor: Metrics.describe("herald_streams_open", "SSE streams open.")).set(Double(state.streamsOpen))
-        for kind in ["auctions", "currency", "trips", "units", "notifications"] {
+        for kind in Registry.topicKinds {
             registry.makeGauge(descriptor: Metrics.describe("herald_observers", "Observers by subject kind; an observer of several subjects counts in each."), labels: [("kind", kind)])
                 .set(Double(state.observers[kind] ?? 0))
         }

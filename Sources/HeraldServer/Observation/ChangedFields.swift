@@ -34,10 +34,4 @@ struct ChangedFields: Sendable {
     static func closing(_ auction: Auction) -> [String] {
         ["status"] + (auction.winner == nil ? [] : ["winner"])
     }
-
-    /// What saving a unit changed (every field when it is new).
-    static func saving(_ unit: HeraldDomain.Unit, previous: HeraldDomain.Unit?) -> [String] {
-        guard let previous else { return CollectionKind.units.changedFields.all }
-        return (previous.name == unit.name ? [] : ["name"]) + (previous.status == unit.status ? [] : ["status"])
-    }
 }

@@ -7,7 +7,8 @@ import HeraldStore
 struct DomainSnapshot {
     var currency: Currency?
     var trips: [Trip] = []
-    var units: [HeraldDomain.Unit] = []
+    /// Each keyed kind's records, by collection (`units`).
+    var records: [String: [any KeyedRecord]] = [:]
     var auctions: [Auction] = []
     /// Each auction's count of bids in all, when the stored auctions hold only the bids missed.
     var bidCounts: [AuctionID: Int]?
@@ -23,9 +24,6 @@ struct DomainSnapshot {
                 }
                 let unreadable = StoreError("the stored \(kind) '\(entry.id)' is unreadable: restore the data directory from a backup")
                 switch kind {
-                case Journal.RecordKind.unit:
-                    guard let unit = HeraldDomain.Unit(document: document) else { throw unreadable }
-                    units.append(unit)
                 case Journal.RecordKind.trip:
                     guard let trip = Trip(document: document) else { throw unreadable }
                     trips.append(trip)
@@ -33,7 +31,9 @@ struct DomainSnapshot {
                     guard let currency = document["default"]?.stringValue.flatMap(Currency.init(rawValue:)) else { throw unreadable }
                     self.currency = currency
                 default:
-                    continue  // a kind this build does not know is kept, not read
+                    guard let keyed = Registry.keyedKind(storedAs: kind) else { continue }  // a kind this build does not know is kept, not read
+                    guard let record = keyed.read(document: document) else { throw unreadable }
+                    records[keyed.collection, default: []].append(record)
                 }
             }
         }

@@ -45,19 +45,8 @@ struct Member: Sendable {
         Member(collection: TripBoard.collectionTopic, key: trip.id.description, value: json, values: filterValues(trip))
     }
 
-    /// A unit in `units` (nil: `id` removed): filtered by `status`.
-    static func unit(_ unit: HeraldDomain.Unit?, id: String) -> Member {
-        Member(collection: UnitStore.collectionTopic, key: id, value: unit?.json, values: unit.map(filterValues) ?? [])
-    }
-
-    /// A unit in `units`, with its JSON already written.
-    static func unit(_ unit: HeraldDomain.Unit, json: JSONValue) -> Member {
-        Member(collection: UnitStore.collectionTopic, key: unit.id, value: json, values: filterValues(unit))
-    }
-
     static func filterValues(_ auction: Auction) -> [String] { FilterValue.of(auction).map(\.tag) }
     static func filterValues(_ trip: Trip) -> [String] { FilterValue.of(trip).map(\.tag) }
-    static func filterValues(_ unit: HeraldDomain.Unit) -> [String] { FilterValue.of(unit).map(\.tag) }
 }
 
 extension EventName {
@@ -75,9 +64,8 @@ extension EventName {
 }
 
 extension Journal {
-    /// Record kinds in the store.
+    /// Record kinds in the store (and each keyed kind's noun).
     enum RecordKind {
-        static let unit = "unit"
         static let trip = "trip"
         static let currency = "currency"
     }
@@ -131,20 +119,12 @@ extension Journal {
             return Entry(topic: topic, event: .closed, payload: ["auction": json, "winner": .optional(auction.winner)],
                          tags: ChangedFields.closing(auction) + Membership.tags(before: [FilterValue.open.tag], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
-        case .unitSaved(let unit, let previous):
-            // Written once, and copied into the event, the unit's current value, its collection's member
-            // and the stored record (whose `face` a restore does not read: `Unit(document:)`).
-            let topic = UnitStore.topic(unit.id), bytes = unit.json.bytes, json = JSONValue.encoded(bytes)
-            return Entry(topic: topic, event: .unit, payload: ["unit": json, "created": .bool(previous == nil)],
-                         tags: ChangedFields.saving(unit, previous: previous)
-                            + Membership.tags(before: previous.map(Member.filterValues), after: Member.filterValues(unit)),
-                         values: [(topic, ["unit": json])], members: [.unit(unit, json: json)],
-                         records: [Record(kind: RecordKind.unit, id: unit.id, bytes: bytes)])
-        case .unitRemoved(let previous):
-            let id = previous.id, topic = UnitStore.topic(id)
-            return Entry(topic: topic, event: .removed, payload: ["id": .string(id)],
-                         tags: Membership.tags(before: Member.filterValues(previous), after: nil), values: [(topic, nil)],
-                         members: [.unit(nil, id: id)], records: [Record(kind: RecordKind.unit, id: id, document: nil)])
+        case .recordSaved(let record, let previous):
+            guard let entry = Registry.keyedKind(type(of: record).collection)?.saved(record, previous: previous) else { unregistered(record) }
+            return entry
+        case .recordRemoved(let record):
+            guard let entry = Registry.keyedKind(type(of: record).collection)?.removed(record) else { unregistered(record) }
+            return entry
         case .currencyChanged(let currency, let previous):
             return Entry(topic: CurrencySetting.topic, event: .currency,
                          payload: ["default": .string(currency.rawValue), "previous": .string(previous.rawValue)],
@@ -166,5 +146,11 @@ extension Journal {
                          values: [(topic, ["trip": json])], members: [.trip(trip, json: json)],
                          records: [Record(kind: RecordKind.trip, id: trip.id.description, document: trip.document)])
         }
+    }
+
+    /// A record whose kind is in no `Registry.keyed` entry: a build that forgot to declare it, which
+    /// `CollectionRegistryTests` catches before a user could.
+    static func unregistered(_ record: any KeyedRecord) -> Never {
+        preconditionFailure("\(type(of: record)) is not declared in Registry.keyed")
     }
 }

@@ -165,12 +165,13 @@ final class Journal: ChangeSink {
                 values.append((TripBoard.topic(trip.id), ["trip": json]))
                 members.append(.trip(trip, json: json))
             case .currency(let currency): values.append((CurrencySetting.topic, currency.json))
-            case .unit(let unit):
-                values.append((UnitStore.topic(unit.id), ["unit": unit.json]))
-                members.append(.unit(unit, id: unit.id))
-            case .unitRemoved(let id):
-                values.append((UnitStore.topic(id), nil))
-                members.append(.unit(nil, id: id))
+            case .record(let record):
+                guard let (value, member) = Registry.keyedKind(type(of: record).collection)?.seeded(record) else { Self.unregistered(record) }
+                values.append(value)
+                members.append(member)
+            case .recordRemoved(let collection, let id):
+                values.append((collection + "/" + id, nil))
+                members.append(Member(collection: collection, key: id, value: nil))
             }
         }
         hub.set(Self.updates(values, members))

@@ -32,31 +32,6 @@ extension Auction {
     }
 }
 
-extension HeraldDomain.Unit.Status {
-    /// The face a view shows for the status.
-    var face: String {
-        switch self {
-        case .healthy: "🙂"
-        case .wounded: "🤕"
-        case .dead: "💀"
-        }
-    }
-}
-
-extension HeraldDomain.Unit {
-    var json: JSONValue {
-        ["id": .string(id), "name": .string(name), "status": .string(status.rawValue), "face": .string(status.face)]
-    }
-
-    /// A unit as it was stored: its `json`, whose `face` is not read (it follows from the status); nil
-    /// when it does not read. Records stored before hold no `face`, and read the same.
-    init?(document: JSONValue) {
-        guard let id = document["id"]?.stringValue, let name = document["name"]?.stringValue,
-              let status = document["status"]?.stringValue.flatMap(HeraldDomain.Unit.Status.init(rawValue:)) else { return nil }
-        self.init(id: id, name: name, status: status)
-    }
-}
-
 extension Currency {
     var json: JSONValue {
         ["default": .string(rawValue), "available": .array(Currency.allCases.map { .string($0.rawValue) }),

@@ -12,7 +12,7 @@ extension Routes {
             let paging = try Paging(request)
             // `?status=wounded,dead`: units with any of those statuses, read as `/units/events` reads it.
             let statuses = try EventRoutes.queryFilter(request, UnitStore.collectionTopic)?.fields["status"]
-            let page = paging.page(units.units(after: paging.after).filter { statuses?.contains($0.status.rawValue) ?? true })
+            let page = paging.page(units.records(after: paging.after).filter { statuses?.contains($0.status.rawValue) ?? true })
             return paging.response("units", page.entries.map(\.json), more: page.more, lastKey: page.entries.last?.id, request: request)
         }
         add(.get, "/units/events") { request in try events.streamCollection(request, UnitStore.collectionTopic) }

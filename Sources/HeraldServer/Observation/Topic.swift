@@ -1,39 +1,44 @@
+import HeraldDomain
+
 /// A subject's name as streams, tokens and events spell it (`currency`, `units`, `auctions/7`,
 /// `trips/ice-1`, `units/scout`, `notifications/door.front`), read by this one parser.
-public enum Topic: Hashable, Sendable, CustomStringConvertible {
+enum Topic: Hashable, Sendable, CustomStringConvertible {
     case currency
-    /// Every auction, trip and unit: the collections.
-    case auctions, trips, units
+    /// Every auction and trip: collections.
+    case auctions, trips
     /// An auction, by the id the topic names (which may name none: 404, not 400).
     case auction(String)
     case trip(String)
-    case unit(String)
     case notification(String)
+    /// A keyed kind's collection (`units`), and one of its records (`units/scout`): the kinds in
+    /// `Registry.keyed`.
+    case keyed(String)
+    case record(String, id: String)
 
     /// Whether the topic is a collection (`auctions`, `trips`, `units`).
-    public var isCollection: Bool {
+    var isCollection: Bool {
         switch self {
-        case .auctions, .trips, .units: true
+        case .auctions, .trips, .keyed: true
         default: false
         }
     }
 
     /// The topic `text` spells; nil when it is no topic's form (`currency/`, `/units`, `auctions/`,
     /// `units/a b`, `notifications/..`): no event could ever come to it.
-    public init?(_ text: some StringProtocol) {
+    init?(_ text: some StringProtocol) {
         self.init(String(text))
     }
 
     /// The same, read as bytes: every stream's head parses its topics twice (the check and the
     /// stream), and the generic, `split` and pattern-matched form cost 4 % of a subscription's CPU.
-    public init?(_ text: String) {
+    init?(_ text: String) {
         let bytes = text.utf8
         guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")) else {
             switch text {
             case "currency": self = .currency
             case "auctions": self = .auctions
             case "trips": self = .trips
-            case "units": self = .units
+            case _ where Registry.keyedKind(text) != nil: self = .keyed(text)
             default: return nil
             }
             return
@@ -43,28 +48,30 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
         switch text[..<slash] {
         case "auctions": self = .auction(String(rest))
         case "trips": self = .trip(String(rest))
-        case "units" where Unit.isValidId(String(rest)): self = .unit(String(rest))
         case "notifications" where Self.isNotificationName(rest): self = .notification(String(rest))
-        default: return nil
+        case let collection:
+            let id = String(rest)
+            guard let kind = Registry.keyedKind(collection), kind.isValidId(id) else { return nil }
+            self = .record(kind.collection, id: id)
         }
     }
 
-    public var description: String {
+    var description: String {
         switch self {
         case .currency: "currency"
         case .auctions: "auctions"
         case .trips: "trips"
-        case .units: "units"
+        case .keyed(let collection): collection
         case .auction(let id): "auctions/\(id)"
         case .trip(let id): "trips/\(id)"
-        case .unit(let id): "units/\(id)"
+        case .record(let collection, let id): collection + "/" + id
         case .notification(let name): "notifications/\(name)"
         }
     }
 
     /// Whether `name` may name notifications: 1–100 characters of letters, digits, `.`, `_` and `-`,
     /// and not `.` or `..` (which no client can put in a path).
-    public static func isNotificationName(_ name: some StringProtocol) -> Bool {
+    static func isNotificationName(_ name: some StringProtocol) -> Bool {
         name != "." && name != ".." && (1...100).contains(name.utf8.count) && name.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
         }
