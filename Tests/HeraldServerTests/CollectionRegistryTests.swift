@@ -35,6 +35,20 @@ import Testing
         #expect(Set(Registry.keyed.map { $0.collection }).count == Registry.keyed.count, "each collection once")
     }
 
+    /// A keyed record may be observed before it is made: its snapshot names it with the kind's own
+    /// name and null, and its first change comes as the kind's event.
+    @Test(arguments: Registry.keyed.map { $0.collection })
+    func aKeyedRecordIsObservedBeforeItIsMade(_ collection: String) throws {
+        let kind = try #require(Registry.keyedKind(collection))
+        let server = try TestHerald(examples: false)
+        defer { server.stop() }
+        let stream = try server.stream("/\(collection)/registry/events")
+        defer { stream.close() }
+        #expect(try stream.next().data == #"{"topic":"\#(collection)/registry","\#(kind.itemEvent.text)":null}"#)
+        #expect(try server.client().put("/\(collection)/registry", kind.example).status == 201)
+        #expect((try stream.next(named: kind.itemEvent.text).json[kind.itemEvent.text] as? [String: Any])?["id"] as? String == "registry")
+    }
+
     @Test(arguments: CollectionKind.allCases)
     func theTopicReadsBack(_ kind: CollectionKind) throws {
         let topic = try #require(Topic(kind.topic))

@@ -105,6 +105,18 @@ enum Registry {
         keyed.first { $0.noun == noun }
     }
 
+    /// The snapshot of a keyed record not made yet, which may be observed (`{"topic":"units/x","unit":null}`).
+    static func absentValue(of topic: String) -> [UInt8]? {
+        guard case .record(let collection, _)? = Topic(topic), let kind = keyedKind(collection) else { return nil }
+        return JSONValue.object([("topic", .string(topic)), (kind.itemEvent.text, .null)]).bytes
+    }
+
+    /// The forms of every topic, as a 400 lists them.
+    static var topicForms: String {
+        (["currency", "auctions", "trips"] + keyed.map { $0.collection } + ["auctions/{id}", "trips/{id}"]
+            + keyed.map { $0.collection + "/{id}" }).joined(separator: ", ") + " and notifications/{name}"
+    }
+
     /// Every subject's topic kind, for labels: the fixed ones and each keyed collection.
     static var topicKinds: [String] { ["auctions", "currency", "trips"] + keyed.map { $0.collection } + ["notifications"] }
 }

@@ -42,11 +42,9 @@ struct EventRoutes: Sendable {
         let localizer = style.flatMap { $0.isEvents ? nil : TripLocalizer(style: $0) }
         // A presence subject starts with its state, on every connection: its events are not kept.
         // Frames written as they are may come packed: a reconnect storm's replay is made once.
-        // A unit not made yet starts with a snapshot that says so (`"unit": null`), kept only while
+        // A unit (any keyed record) not made yet starts with a snapshot that says so (`"unit": null`), kept only while
         // observed: made-up ids cost what their streams cost, and nothing once they close.
-        let absent = absentTopics.map { topic in
-            Hub.Update(topic: topic, value: JSONValue.object([("topic", .string(topic)), ("unit", .null)]).bytes)
-        }
+        let absent = absentTopics.compactMap { topic in Registry.absentValue(of: topic).map { Hub.Update(topic: topic, value: $0) } }
         let subscription = presence.subscribing(topics) { values in
             hub.subscribe(to: topics, collections: filters, resume: resume, queueLimit: queueLimit, filter: eventFilter,
                           added: added.union(values.map(\.topic)), values: values, defaults: absent, packedReplay: localizer == nil)
@@ -81,8 +79,7 @@ struct EventRoutes: Sendable {
             case .absent: absent.append(topic)
             case .unknown: throw Problem(status: .notFound, detail: "no subject '\(RequestGuard.printable(topic))'")
             case .malformed:
-                throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are currency, "
-                              + "auctions, trips, units, auctions/{id}, trips/{id}, units/{id} and notifications/{name}")
+                throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are \(Registry.topicForms)")
             }
         }
         return absent
