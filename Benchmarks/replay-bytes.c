@@ -1,6 +1,6 @@
 // What a replay's bytes cost the sender's kernel, apart from any server (issue 29, item 2): 2,000
 // loopback connections, a reader on core 1, the sender on core 0; the sender thread's CPU per
-// connection for one way of sending (BENCHMARKS.md, "Packed replays").
+// connection for one way of sending (`git show dad6eb7:BENCHMARKS.md`, "Packed replays").
 //   cc -O2 -o /tmp/replay-bytes Benchmarks/replay-bytes.c -lpthread
 //   /tmp/replay-bytes small|pieces|copied|one|sendfile
 // small: 700 bytes in one send (a new client's snapshot); pieces: 38,000 bytes in 8 KiB pieces, each

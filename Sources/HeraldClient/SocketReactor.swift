@@ -18,7 +18,7 @@ private let sendFlags: Int32 = 0  // SO_NOSIGPIPE is set on the socket instead
 ///
 /// Why not URLSession for these: on Linux, FoundationNetworking drives libcurl through a dispatch
 /// source per socket, and opening 1,000 streams from one process took 30–65 s of two cores
-/// (measured; see BENCHMARKS.md "HeraldClient"). `https` still goes through URLSession.
+/// (measured; see `git show dad6eb7:BENCHMARKS.md` "HeraldClient"). `https` still goes through URLSession.
 final class SocketReactor: @unchecked Sendable {
     // @unchecked: `links` and `wakeRead` are the reactor thread's alone; `inbox` is under `lock`.
     private let lock = NSLock()

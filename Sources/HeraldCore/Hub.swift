@@ -104,7 +104,7 @@ public final class Hub: Sendable {
     /// one `send` (it takes whole events) when it does not send the pack's file (`ReplayFile`: a stream
     /// sends that instead, unless it could not be made). Measured in the reconnect storm (100 missed
     /// bids, about 38 KB), before the file: CPU per resumed client 68–78 µs with 8 KiB pieces, 59–67 µs
-    /// with 32 KiB, 53–64 µs with 64 KiB (BENCHMARKS.md, "Packed replays").
+    /// with 32 KiB, 53–64 µs with 64 KiB (`git show dad6eb7:BENCHMARKS.md`, "Packed replays").
     static let packPiece = 32 * 1024
     /// Replays larger than this are not packed (each pack holds a copy of its events' frames, and its
     /// file another: `ReplayFile`) …

@@ -8,7 +8,7 @@ import HeraldThreads
 /// A dispatch source per timer (as before) woke libdispatch's timer threads, which run above ordinary
 /// threads, twice for every bid: the old countdown's cancel and the new one's schedule. The writer lost
 /// the core to them in the middle of its batch, and on a busy core did not always get it back at once
-/// (BENCHMARKS.md, "Lobbies and catch-up"). Here a timer is an entry in a heap under a lock: a cancel
+/// (`git show dad6eb7:BENCHMARKS.md`, "Lobbies and catch-up"). Here a timer is an entry in a heap under a lock: a cancel
 /// only marks it, and a schedule wakes the thread only when its entry is the earliest. A bid restarts
 /// its auction's countdown a second ahead, which is behind the earliest of any other ticking auction,
 /// so a bid wakes nothing.

@@ -14,7 +14,7 @@ extension JSONValue {
     ///
     /// Hand-written, kept: members come out in the order Herald wrote them (an event's `topic` first),
     /// which `JSONSerialization` does not keep, with no Foundation object per value; every response and
-    /// event is written here, and the profile (BENCHMARKS.md) has it encoded once per state.
+    /// event is written here, and the profile (`git show dad6eb7:BENCHMARKS.md`) has it encoded once per state.
     public var bytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)

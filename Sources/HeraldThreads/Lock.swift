@@ -55,7 +55,7 @@ public final class Lock<Value>: @unchecked Sendable {
     /// No dynamic exclusivity check: only `withLock` reaches the value, inside the section, so no
     /// other thread's access can overlap, and a nested `withLock` on the same thread waits on the
     /// mutex before it could reach the value (the check could never fire). Checked, it was one
-    /// runtime call and a thread-local look-up per access, on every request's locks (BENCHMARKS.md,
+    /// runtime call and a thread-local look-up per access, on every request's locks (`git show dad6eb7:BENCHMARKS.md`,
     /// "Quick reads").
     @exclusivity(unchecked) @usableFromInline var value: Value
 

@@ -7,7 +7,7 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald-bench",
         abstract: "Fan-out benchmark: N SSE subscribers on one auction, M bids, one JSON report.",
-        discussion: "Needs nothing but a running herald (its PID for memory and CPU). See BENCHMARKS.md.")
+        discussion: "Needs nothing but a running herald (its PID for memory and CPU). Benchmarks/run runs it for every figure of docs/performance.md.")
 
     @Option(help: "Herald's address.") var host = "127.0.0.1"
     @Option(help: "Herald's port.") var port = 8080

@@ -302,7 +302,7 @@ struct HeraldServe: ParsableCommand {
         configuration.accessLog = !noAccessLog
         // The access lines, and the lines of streams opening and closing (also without access lines),
         // at `info` as the logger would write them, but formatted by hand and written in batches off
-        // the request threads (BENCHMARKS.md "The access log's cost").
+        // the request threads (`git show dad6eb7:BENCHMARKS.md` "The access log's cost").
         if level <= .info { configuration.accessLines = AccessLog(format: json ? .json : .text) }
         do {
             configuration.tokenKey = try tokenKey()

@@ -108,7 +108,7 @@ import Testing
     /// libmicrohttpd's thread (once it has served a request) and the stream engine's loops are batch
     /// threads (`SCHED_BATCH`), which a wake-up never lets take the core from the thread that has it;
     /// the writer is an ordinary one. The request thread as an ordinary thread took the core from the
-    /// writer at every answer the writer gave (BENCHMARKS.md, "The request thread as a batch thread").
+    /// writer at every answer the writer gave (`git show dad6eb7:BENCHMARKS.md`, "The request thread as a batch thread").
     @Test func theRequestThreadAndTheLoopsAreBatchThreadsAndTheWriterIsNot() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-policy-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,6 +1,6 @@
 /// GETs of subjects the application keeps encoded (an auction, the currency, a unit), answered without
 /// a `Request`, the router or a `Response`: the layers every other request crosses cost more than the
-/// read itself (BENCHMARKS.md, "Reads at the limit").
+/// read itself (`git show dad6eb7:BENCHMARKS.md`, "Reads at the limit").
 ///
 /// A quick read comes after every check of the head that the general path makes (Host, the limits,
 /// the target, the guard), is counted and logged the same, and carries the same fields in the same

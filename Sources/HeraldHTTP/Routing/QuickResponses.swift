@@ -4,7 +4,7 @@ import Glibc
 /// libmicrohttpd's responses to quick reads, kept while their subject stays as it is: a read of an
 /// unchanged subject queues the same response again, and only its `X-Request-ID` changes. Making a
 /// response and adding its six fields, then freeing them, was the largest cost left in a quick read
-/// (each field is three allocations and six scans in libmicrohttpd, BENCHMARKS.md "Quick reads").
+/// (each field is three allocations and six scans in libmicrohttpd, `git show dad6eb7:BENCHMARKS.md` "Quick reads").
 ///
 /// **Why changing the field in place is safe.** libmicrohttpd writes a response's head into the
 /// connection's own buffer right after the access handler's last call returns, before it serves any

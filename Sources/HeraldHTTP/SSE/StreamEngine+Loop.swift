@@ -92,7 +92,7 @@ extension StreamEngine {
         _ = clinux_batch_this_thread()
         // And a few nice steps below the request threads, which then count as owed time sooner; a loop
         // still gets a quarter of a core that a saturating request load shares with it (weights 335 and
-        // 1024). BENCHMARKS.md, "Lobbies and catch-up": the lobby's bid p90 2.9–4.3 → 0.9–1.05 ms. The
+        // 1024). `git show dad6eb7:BENCHMARKS.md`, "Lobbies and catch-up": the lobby's bid p90 2.9–4.3 → 0.9–1.05 ms. The
         // kernel still lets a running loop finish its slice before a woken thread runs: the loop also
         // lets its core go every `yieldEvery` of work (`pause`), which took the p99 the rest of the way.
         _ = clinux_lower_this_thread(Self.loopNiceSteps)
@@ -215,7 +215,7 @@ extension StreamEngine {
     /// (`sched_yield`; with none, it goes straight on). A thread that a request wakes on the loop's core
     /// (libmicrohttpd's, the writer, libmicrohttpd's again to answer) then runs within about that
     /// time, not after the rest of the slice that the kernel protects for a running thread (EEVDF's
-    /// RUN_TO_PARITY: up to a 4 ms tick, measured in BENCHMARKS.md, "Lobbies and catch-up").
+    /// RUN_TO_PARITY: up to a 4 ms tick, measured in `git show dad6eb7:BENCHMARKS.md`, "Lobbies and catch-up").
     @inline(__always)
     func pause(since last: inout ContinuousClock.Instant) {
         let now = ContinuousClock.now

@@ -36,7 +36,7 @@ public final class StreamEngine: Sendable {
     /// Loops at most (`WakeHold` keeps one bit for each).
     public static let threadLimit = 64
     /// The loops a server runs by default: one for each core it may run on (its CPU affinity), up to
-    /// `threadLimit`. Measured on 2 cores (BENCHMARKS.md): two loops halve the p99 of delivery at 5 bids
+    /// `threadLimit`. Measured on 2 cores (`git show dad6eb7:BENCHMARKS.md`): two loops halve the p99 of delivery at 5 bids
     /// a second to 10,000 watchers, where one loop left the second core to the clients.
     public static var defaultThreads: Int { min(Int(clinux_usable_cores()), threadLimit) }
 

@@ -47,7 +47,7 @@ extension HTTPServer {
             // The writer resumes each connection it answered, and each resume wakes this thread: as an
             // ordinary thread it took the core at each one, so that a batch's answers went out one per
             // switch of threads. Now the writer answers its whole batch, then this thread sends all of
-            // them in one pass (BENCHMARKS.md, "The request thread as a batch thread").
+            // them in one pass (`git show dad6eb7:BENCHMARKS.md`, "The request thread as a batch thread").
             _ = clinux_batch_this_thread()
         }
         server.sendDeferredWakeup()

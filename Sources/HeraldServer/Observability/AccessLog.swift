@@ -151,7 +151,7 @@ public final class AccessLog: Sendable {
     /// values are looked at first (nearly always nothing to escape: a value is then copied as it is),
     /// then the line is written in one pass into memory on the stack and appended with one copy. A
     /// piece at a time into the array cost 4,400 instructions a line; this costs under 3,000
-    /// (BENCHMARKS.md, "Kept responses").
+    /// (`git show dad6eb7:BENCHMARKS.md`, "Kept responses").
     private static func append(_ exchange: Exchange, stamp: [UInt8], milliseconds: Int, format: Format, to bytes: inout [UInt8]) {
         let json = format == .json
         let client = LineValue(exchange.client, format: format), method = LineValue(exchange.method, format: format)
