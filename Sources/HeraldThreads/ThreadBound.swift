@@ -31,12 +31,12 @@ public final class OwnerThread: Sendable {
     }
 
     /// Runs `body` with the calling thread standing in for the owner, which has not started: the one
-    /// thread that sets the owner's state up, with the owner's checks. A debug build stops when the
+    /// thread that sets the owner's state up, with the owner's checks. It stops the process when the
     /// owner runs already.
     public func standIn<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         let me = UInt(bitPattern: Int(bitPattern: pthread_self()))
         let (bound, _) = id.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
-        assert(bound, "\(name) runs already, or another thread stands in for it")
+        precondition(bound, "\(name) runs already, or another thread stands in for it")
         defer { if bound { id.store(0, ordering: .releasing) } }
         return try body()
     }
@@ -54,9 +54,10 @@ public final class OwnerThread: Sendable {
 
 /// State that one thread owns, in the manner of swift-nio's `NIOLoopBound`: no lock, because no other
 /// thread touches it. Others reach it only through the owner's inbox (the writer's queue, the
-/// engine's inbox), which runs their work on the owner. A debug build checks every access.
+/// engine's inbox), which runs their work on the owner. Every build checks every access (a
+/// `precondition`, one atomic load and `pthread_self`).
 public final class ThreadBound<Value>: @unchecked Sendable {
-    // Unchecked: `value` is touched only on `owner`'s thread, which `withValue` checks in debug builds.
+    // Unchecked: `value` is touched only on `owner`'s thread, which `withValue` checks.
     public let owner: OwnerThread
     @usableFromInline var value: Value
 
@@ -65,10 +66,10 @@ public final class ThreadBound<Value>: @unchecked Sendable {
         self.owner = owner
     }
 
-    /// Runs `body` with the value; on any thread but the owner's (once it runs), a debug build stops.
+    /// Runs `body` with the value; on any thread but the owner's (once it runs), the process stops.
     @inlinable
     public func withValue<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        assert(owner.mayAccess, "state of \(owner.name) touched from another thread")
+        precondition(owner.mayAccess, "state of \(owner.name) touched from another thread")
         return try body(&value)
     }
 }

@@ -10,7 +10,7 @@ public final class WakeHold: Sendable {
     /// The thread whose wake-ups this holds.
     public let owner: OwnerThread
     /// Whether a hold is on, and the engine's loops whose wake-up was kept, a bit each. Only the
-    /// owner's thread touches them (a debug build checks): atomics with relaxed order, plain loads and
+    /// owner's thread touches them (checked in every build): atomics with relaxed order, plain loads and
     /// stores, for the two looks of every request (a `ThreadBound` cost two exclusivity checks each).
     private let holding = Atomic<Bool>(false)
     private let wanted = Atomic<UInt64>(0)
@@ -21,7 +21,7 @@ public final class WakeHold: Sendable {
 
     /// Holds the owner's wake-ups until `StreamEngine.release(_:)`. On the owner's thread.
     public func begin() {
-        assert(owner.mayAccess, "the wake-up hold of \(owner.name) begun on another thread")
+        precondition(owner.mayAccess, "the wake-up hold of \(owner.name) begun on another thread")
         holding.store(true, ordering: .relaxed)
     }
 
@@ -36,7 +36,7 @@ public final class WakeHold: Sendable {
     /// Ends the hold, and gives the loops whose wake-up was kept, a bit each (the caller sends them).
     /// On the owner's thread.
     func end() -> UInt64 {
-        assert(owner.mayAccess, "the wake-up hold of \(owner.name) ended on another thread")
+        precondition(owner.mayAccess, "the wake-up hold of \(owner.name) ended on another thread")
         holding.store(false, ordering: .relaxed)
         let kept = wanted.load(ordering: .relaxed)
         if kept != 0 { wanted.store(0, ordering: .relaxed) }
