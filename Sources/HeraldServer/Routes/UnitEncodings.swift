@@ -22,8 +22,9 @@ final class UnitEncodings: Sendable {
     /// The unit's JSON and its entity tag (`EntityTag.of`).
     func encoded(_ unit: HeraldDomain.Unit) -> (bytes: [UInt8], etag: String) {
         if let kept = encodings.withLock({ $0[unit.id] }), kept.unit == unit { return (kept.bytes, kept.etag) }
+        // The tag is a hash of these bytes (`EntityTag.of`), not of a second rendering.
         let bytes = unit.json.bytes
-        let etag = EntityTag.of(unit)
+        let etag = Fingerprint.tag(bytes)
         encodings.withLock { encodings in
             if encodings.count >= limit { encodings.removeAll() }
             encodings[unit.id] = Encoding(unit: unit, bytes: bytes, etag: etag)
