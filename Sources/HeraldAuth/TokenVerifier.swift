@@ -30,17 +30,28 @@ public struct TokenVerifier: Sendable {
     /// Longest token read (bytes); a longer one is refused unread.
     public static let maximumLength = 8192
 
-    let key: TokenKey
+    /// The keys, replaced whole by `reload` (`SIGHUP`): a request checks with the keys it read.
+    private let keys: Lock<TokenKey>
     private let parser = DefaultJWTParser()
     /// Tokens whose signature checked out: a client sends the same token with every request, and
     /// parsing and checking it again cost more than the change itself (`git show dad6eb7:BENCHMARKS.md`). Its times are
     /// checked on every use.
     private let checked = CheckedTokens()
 
-    public init(key: TokenKey) { self.key = key }
+    public init(key: TokenKey) { keys = Lock(key) }
 
-    /// The algorithm tokens must be signed with.
+    /// The keys tokens are checked with now.
+    public var key: TokenKey { keys.withLock { $0 } }
+
+    /// The algorithms tokens may be signed with.
     public var algorithm: String { key.name }
+
+    /// Checks tokens with `key` from now on: a token whose key is gone is refused at its next use (a
+    /// stream it opened runs on until its end, or until it is renewed with a token of a key there is).
+    public func reload(_ key: TokenKey) {
+        keys.withLock { $0 = key }
+        checked.removeAll()
+    }
 
     public func verify(_ token: String, at now: Date = Date()) throws(TokenError) -> VerifiedToken {
         if let claims = checked[token] { return try Self.check(claims, at: now) }
@@ -54,8 +65,10 @@ public struct TokenVerifier: Sendable {
         } catch {
             throw TokenError("the token is not a well-formed JWT")
         }
-        guard header.alg == key.name else {
-            throw TokenError("the token is signed with '\(Self.printable(header.alg ?? "(none)"))'; Herald accepts \(key.name) only")
+        let key = try self.key.entry(for: header.kid)
+        guard header.alg == key.algorithm.name else {
+            throw TokenError("the token is signed with '\(Self.printable(header.alg ?? "(none)"))'; Herald accepts \(key.algorithm.name) only"
+                             + (key.kid.map { " for the key '\(Self.printable($0))'" } ?? ""))
         }
         // RFC 7515 §4.1.11: an extension listed as critical must be understood, and Herald knows none.
         guard header.fields["crit"] == nil else { throw TokenError("the token's header lists a critical extension ('crit') Herald does not understand") }
@@ -125,7 +138,7 @@ public struct TokenVerifier: Sendable {
     }
 
     /// Printable ASCII, at most 40 characters: a header value quoted in a reason.
-    private static func printable(_ text: String) -> String {
+    static func printable(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.prefix(40).map { $0.value >= 0x20 && $0.value < 0x7F ? $0 : "?" }))
     }
 }
@@ -135,6 +148,8 @@ public struct TokenVerifier: Sendable {
 final class CheckedTokens: Sendable {
     static let capacity = 4096
     private let claims = Lock<[String: TokenClaims]>([:])
+
+    func removeAll() { claims.withLock { $0.removeAll() } }
 
     subscript(token: String) -> TokenClaims? {
         get { claims.withLock { $0[token] } }

@@ -70,10 +70,10 @@ struct HeraldServe: ParsableCommand {
     @Option(help: "HS256 secret (at least 32 bytes) that tokens are signed with; with a key, changes and streams need a token. Prefer --jwt-key-file: a command line is visible to other users (env HERALD_JWT_KEY).")
     var jwtKey: String?
 
-    @Option(help: "File holding the HS256 secret; a trailing newline is not part of it (env HERALD_JWT_KEY_FILE).")
+    @Option(help: "File holding the HS256 secret (a trailing newline is not part of it), or a JWK Set of keys told apart by kid; read again at SIGHUP (env HERALD_JWT_KEY_FILE).")
     var jwtKeyFile: String?
 
-    @Option(help: "PEM public key (EC P-256 for ES256, or RSA for RS256) that tokens are checked with (env HERALD_JWT_PUBLIC_KEY_FILE).")
+    @Option(help: "PEM public key (EC P-256 for ES256, or RSA for RS256) that tokens are checked with, or a JWK Set of keys told apart by kid; read again at SIGHUP (env HERALD_JWT_PUBLIC_KEY_FILE).")
     var jwtPublicKeyFile: String?
 
     @Option(help: "Seconds before a stream's token expires that it gets token-expiring, to renew it (env HERALD_TOKEN_WARNING_SECONDS).")
@@ -217,18 +217,37 @@ struct HeraldServe: ParsableCommand {
         }
     }
 
-    /// The key from `--jwt-key`, `--jwt-key-file` or `--jwt-public-key-file`; nil when none is given.
+    /// The keys from `--jwt-key`, `--jwt-key-file` or `--jwt-public-key-file` (a file may hold a JWK
+    /// Set); nil when none is given. Read again at `SIGHUP`.
     func tokenKey() throws -> TokenKey? {
         if let jwtKey { return try waitFor { try await TokenKey.secret(jwtKey) } }
         if let jwtKeyFile {
-            let secret = try Self.read(jwtKeyFile, trimmingNewline: true)
-            return try waitFor { try await TokenKey.secret(secret) }
+            let text = try Self.read(jwtKeyFile, trimmingNewline: true)
+            return try waitFor { try await TokenKey.file(text) { text throws(TokenKeyError) in try await TokenKey.secret(text) } }
         }
         if let jwtPublicKeyFile {
-            let pem = try Self.read(jwtPublicKeyFile, trimmingNewline: false)
-            return try waitFor { try await TokenKey.publicKey(pem: pem) }
+            let text = try Self.read(jwtPublicKeyFile, trimmingNewline: false)
+            return try waitFor { try await TokenKey.file(text) { text throws(TokenKeyError) in try await TokenKey.publicKey(pem: text) } }
         }
         return nil
+    }
+
+    /// `SIGHUP`: the key file read again. A file that does not read keeps the keys Herald has.
+    func reloadKeys(_ herald: Herald, logger: Logger) {
+        guard jwtKeyFile != nil || jwtPublicKeyFile != nil else {
+            logger.notice("SIGHUP: no key file to read again (the key was given on the command line or in the environment)")
+            return
+        }
+        do {
+            guard let key = try tokenKey() else { return }
+            if herald.reloadTokenKey(key) {
+                logger.notice("SIGHUP: token keys read again", metadata: ["auth.algorithm": "\(key.name)", "auth.kids": "\(key.kids.joined(separator: ","))"])
+            } else {
+                logger.error("SIGHUP: Herald was started without a token key; a key cannot be added by a reload")
+            }
+        } catch {
+            logger.error("SIGHUP: the key file does not read; the keys Herald has are kept", metadata: ["error": "\(error)"])
+        }
     }
 
     /// A key file's text; a secret's one trailing newline (as `echo` writes it) is not part of it.
@@ -322,7 +341,11 @@ struct HeraldServe: ParsableCommand {
         // Libraries that count through swift-metrics count into Herald's /metrics too.
         if let metrics = herald.metrics { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics.registry)) }
         logger.info("ready", metadata: ["open.files": "\(openFiles)"])
-        let signal = termination.wait()
+        var signal = termination.wait()
+        while signal == SIGHUP {
+            reloadKeys(herald, logger: logger)
+            signal = termination.wait()
+        }
         if signal == SIGTERM, drainSeconds > 0 {
             // A balancer polling /health/ready sees 503 and stops sending; the streams still run.
             herald.beginDraining()

@@ -1,6 +1,6 @@
 import Glibc
 
-/// SIGTERM and SIGINT, held from the moment this is made until `wait()` takes one. They are blocked
+/// SIGTERM and SIGINT (and SIGHUP, which reads the keys again), held from the moment this is made until `wait()` takes one. They are blocked
 /// in the calling thread before any other thread exists, so every thread made later (libmicrohttpd's,
 /// the stream watcher, Dispatch's) inherits the block and no signal can end or escape the process
 /// between the port opening and the wait: `sigwait` takes it from the pending set.
@@ -11,6 +11,7 @@ final class Termination {
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGHUP)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         // A write to a pipe or socket whose reader is gone must fail with EPIPE, not end Herald:
         // its log on a pipe whose reader died (`herald | tee`, a collector restarted), or `sendfile`
@@ -18,7 +19,7 @@ final class Termination {
         signal(SIGPIPE, SIG_IGN)
     }
 
-    /// Blocks until SIGTERM or SIGINT, and returns which.
+    /// Blocks until SIGTERM, SIGINT or SIGHUP, and returns which.
     @discardableResult
     func wait() -> Int32 {
         var received: Int32 = 0
@@ -26,7 +27,8 @@ final class Termination {
         return received
     }
 
-    /// Blocks until SIGTERM or SIGINT, or for `seconds`; returns the signal, or nil when the time ran out.
+    /// Blocks until SIGTERM or SIGINT, or for `seconds`; returns the signal, or nil when the time ran
+    /// out. A SIGHUP meanwhile (while draining) is taken and ignored.
     func wait(seconds: Int) -> Int32? {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while true {
@@ -34,6 +36,7 @@ final class Termination {
             guard left > .zero else { return nil }
             var timeout = timespec(tv_sec: Int(left.components.seconds), tv_nsec: Int(left.components.attoseconds / 1_000_000_000))
             let received = sigtimedwait(&signals, nil, &timeout)
+            if received == SIGHUP { continue }
             if received > 0 { return received }
             if errno != EINTR { return nil }
         }

@@ -18,11 +18,14 @@ struct TokenCommand: ParsableCommand {
     @Option(help: "The HS256 secret the server was given (env HERALD_JWT_KEY).")
     var key: String?
 
-    @Option(help: "File holding the HS256 secret (env HERALD_JWT_KEY_FILE).")
+    @Option(help: "File holding the HS256 secret, or a JWK Set of keys (env HERALD_JWT_KEY_FILE).")
     var keyFile: String?
 
-    @Option(help: "PEM private key (EC P-256 for ES256, or RSA for RS256) whose public key the server was given.")
+    @Option(help: "PEM private key (EC P-256 for ES256, or RSA for RS256) whose public key the server was given, or a JWK Set of private keys.")
     var privateKeyFile: String?
+
+    @Option(help: "The id (kid) of the key to sign with: one of a key set's (required when it has several), or the id the server gave this key.")
+    var kid: String?
 
     @Option(help: "The user (sub): who bids with this token.")
     var sub: String?
@@ -56,14 +59,15 @@ struct TokenCommand: ParsableCommand {
     func run() throws {
         let signingKey: TokenKey
         do {
+            let kid = kid
             if let key {
-                signingKey = try waitFor { try await TokenKey.secret(key) }
+                signingKey = try waitFor { try await TokenKey.secret(key, kid: kid) }
             } else if let keyFile {
-                let secret = try HeraldServe.read(keyFile, trimmingNewline: true)
-                signingKey = try waitFor { try await TokenKey.secret(secret) }
+                let text = try HeraldServe.read(keyFile, trimmingNewline: true)
+                signingKey = try waitFor { try await TokenKey.file(text) { text throws(TokenKeyError) in try await TokenKey.secret(text, kid: kid) } }
             } else if let privateKeyFile {
-                let pem = try HeraldServe.read(privateKeyFile, trimmingNewline: false)
-                signingKey = try waitFor { try await TokenKey.privateKey(pem: pem) }
+                let text = try HeraldServe.read(privateKeyFile, trimmingNewline: false)
+                signingKey = try waitFor { try await TokenKey.file(text) { text throws(TokenKeyError) in try await TokenKey.privateKey(pem: text, kid: kid) } }
             } else {
                 throw ValidationError("give one of --key, --key-file and --private-key-file")
             }
@@ -73,7 +77,12 @@ struct TokenCommand: ParsableCommand {
         let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(Self.seconds(ttl) ?? 3600)).rounded(.down))
         let claims = TokenClaims(subject: sub, expires: expires,
                                  grants: Grants(publish: publish, subscribe: subscribe))
-        print(try waitFor { try await TokenIssuer(key: signingKey).sign(claims) })
+        let kid = kid
+        do {
+            print(try waitFor { try await TokenIssuer(key: signingKey, kid: kid).sign(claims) })
+        } catch let error as TokenKeyError {
+            throw ValidationError(error.description)
+        }
     }
 
     /// `90`, `90s`, `15m`, `1h`, `7d` as seconds; nil for anything else, zero or more than a year.

@@ -1,4 +1,4 @@
-import HeraldAuth
+public import HeraldAuth
 import HeraldCore
 import HeraldDomain
 import HeraldHTTP
@@ -69,6 +69,15 @@ extension Herald {
         } else {
             logger.warning("no token key (--jwt-key): Herald is open, and anyone who can reach it may change and watch everything")
         }
+    }
+
+    /// Checks tokens with `key` from now on (`SIGHUP` with a key file): no stream or request is
+    /// dropped; a token whose key is gone is refused at its next use, and a stream it opened runs on
+    /// until it ends or is renewed. False when Herald was started without a key (one cannot be added).
+    public func reloadTokenKey(_ key: TokenKey) -> Bool {
+        guard let verifier else { return false }
+        verifier.reload(key)
+        return true
     }
 
     /// Starts shutting down: `/health/ready` answers 503, so a balancer sends no more, while requests

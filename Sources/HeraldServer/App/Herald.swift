@@ -22,6 +22,8 @@ public final class Herald: Sendable {
     public var currency: CurrencySetting { subjects.currency }
     public var trips: TripBoard { subjects.trips }
     let server: HTTPServer
+    /// Checks tokens, with keys that `reloadTokenKey` replaces; nil without a key.
+    let verifier: TokenVerifier?
     /// The listener of `/metrics` alone, when it is not the public one (`--metrics-port`).
     let metricsServer: HTTPServer?
     /// Requests, streams, events and batches counted; nil with `--no-metrics`.
@@ -104,7 +106,8 @@ public final class Herald: Sendable {
             if let reason = store?.unwritableReason() { return reason }
             return nil
         }
-        let access = Access(verifier: configuration.tokenKey.map(TokenVerifier.init(key:)), publicStreams: configuration.publicStreams,
+        verifier = configuration.tokenKey.map(TokenVerifier.init(key:))
+        let access = Access(verifier: verifier, publicStreams: configuration.publicStreams,
                             writeRate: configuration.writesPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }, now: { clock.now })
         // On replicas a renewal may reach one that does not hold the stream: it asks the others.
         let (listener, leases) = (listener, leases)
