@@ -1,4 +1,6 @@
 import Foundation
+import HeraldAuth
+import JWTKit
 import Glibc
 import HeraldTestSupport
 import Testing
@@ -97,5 +99,23 @@ import Testing
         try unnamed.run()
         unnamed.waitUntilExit()
         #expect(unnamed.terminationStatus == 64, "a set of two keys and no --kid")
+    }
+}
+
+/// An ES256 key in a JWK Set, as an identity provider publishes its keys: a token signed with the
+/// private key and naming the key's kid is taken; one naming another kid is not.
+@Suite struct PublicKeySetTests {
+    @Test func anECKeyOfASetChecksTokensThatNameIt() async throws {
+        let privateKey = ES256PrivateKey()
+        let point = try #require(privateKey.parameters)
+        let set = #"{"keys":[{"kty":"EC","crv":"P-256","alg":"ES256","kid":"idp-1","x":"\#(point.x)","y":"\#(point.y)"}]}"#
+        let verifier = TokenVerifier(key: try await TokenKey.keySet(json: set))
+        let claims = TokenClaims(subject: "ann", expires: Date().addingTimeInterval(600), grants: Grants(subscribe: ["*"]))
+        let signed = try await TokenIssuer(key: TokenKey.privateKey(pem: privateKey.pemRepresentation, kid: "idp-1"), kid: "idp-1").sign(claims)
+        #expect(try verifier.verify(signed).subject == "ann")
+        let other = try await TokenIssuer(key: TokenKey.privateKey(pem: privateKey.pemRepresentation, kid: "idp-2"), kid: "idp-2").sign(claims)
+        #expect(throws: TokenError.self) { try verifier.verify(other) }
+        let stranger = try await TokenIssuer(key: TokenKey.privateKey(pem: ES256PrivateKey().pemRepresentation, kid: "idp-1"), kid: "idp-1").sign(claims)
+        #expect(throws: TokenError.self) { try verifier.verify(stranger) }
     }
 }
