@@ -58,7 +58,7 @@ extension KeyedKind {
         let previous = previous as? Record
         let topic = Record.topic(record.id), bytes = json(record).bytes, value = JSONValue.encoded(bytes)
         return Journal.Entry(topic: topic, event: itemEvent, payload: [itemEvent.text: value, "created": .bool(previous == nil)],
-                             tags: (previous.map { changed(record, from: $0) } ?? fields.sorted())
+                             tags: (previous.map { changed(record, from: $0) } ?? allFields)
                                 + Membership.tags(before: previous.map(tags), after: tags(record)),
                              values: [(topic, [itemEvent.text: value])], members: [member(record, json: value)],
                              records: [HeraldServer.Record(kind: Record.noun, id: record.id, bytes: bytes)])
@@ -82,6 +82,9 @@ extension KeyedKind {
     }
 
     static func tags(_ record: Record) -> [String] { filterValues(record).map(\.tag) }
+
+    /// Every field, in order: what a new record changed (sorted once, in the registry's collection).
+    private static var allFields: [String] { CollectionKind.allCases.first { $0.topic == collection }?.changedFields.all ?? fields.sorted() }
 
     private static func member(_ record: Record, json: JSONValue) -> Member {
         Member(collection: collection, key: record.id, value: json, values: tags(record))
