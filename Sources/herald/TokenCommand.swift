@@ -36,6 +36,9 @@ struct TokenCommand: ParsableCommand {
     @Option(parsing: .singleValue, help: "A topic pattern the token may watch (repeat for more).")
     var subscribe: [String] = []
 
+    @Flag(help: "An administrator's token: it may list the open streams (GET /streams) and end one (DELETE /streams/{id}).")
+    var admin = false
+
     @Option(help: "How long the token is valid, from 1 second to 366 days: 90s, 15m, 1h, 7d, or seconds.")
     var ttl: String = "1h"
 
@@ -53,7 +56,7 @@ struct TokenCommand: ParsableCommand {
             throw ValidationError("--ttl must be from 1 second to 366 days, written as seconds or with s, m, h or d (90s, 15m, 1h, 7d, 366d), "
                                   + "not '\(ttl)'")
         }
-        guard publish.count + subscribe.count > 0 else { throw ValidationError("name at least one --publish or --subscribe pattern") }
+        guard publish.count + subscribe.count > 0 || admin else { throw ValidationError("name at least one --publish or --subscribe pattern, or --admin") }
     }
 
     func run() throws {
@@ -76,7 +79,7 @@ struct TokenCommand: ParsableCommand {
         }
         let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(Self.seconds(ttl) ?? 3600)).rounded(.down))
         let claims = TokenClaims(subject: sub, expires: expires,
-                                 grants: Grants(publish: publish, subscribe: subscribe))
+                                 grants: Grants(publish: publish, subscribe: subscribe, admin: admin))
         let kid = kid
         do {
             print(try waitFor { try await TokenIssuer(key: signingKey, kid: kid).sign(claims) })

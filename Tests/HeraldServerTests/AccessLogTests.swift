@@ -180,3 +180,22 @@ extension AccessLogTests {
         #expect(line.contains("/streams/#"), "\(line)")
     }
 }
+
+extension AccessLogTests {
+    /// An administrator's end of a stream is logged with a short hash of its id, and the stream's own
+    /// line says why it closed.
+    @Test func anEndedStreamsLinesHoldNoStreamIDAndSayWhy() async throws {
+        let herald = try HeraldProcess(arguments: ["--jwt-key", Tokens.secret])
+        let token = try await Tokens.make(expires: Date().addingTimeInterval(3600))
+        let admin = try await Tokens.make(sub: "root", publish: [], subscribe: [], admin: true)
+        let stream = try SSEClient(port: herald.port, path: "/currency/events", headers: Tokens.bearer(token))
+        let id = try #require(try stream.next(named: "stream").json["stream"] as? String)
+        let ended = try HTTPClient(port: herald.port).request("DELETE", "/streams/\(id)", headers: Tokens.bearer(admin) + [("X-Request-ID", "end-1")])
+        #expect(ended.status == 204)
+        #expect(stream.awaitEnd())
+        #expect(eventually { herald.log.text.contains("end-1") && herald.log.text.contains("ended by an administrator") })
+        let line = herald.log.text.split(separator: "\n").first { $0.contains("end-1") } ?? ""
+        #expect(!herald.log.text.contains(id), "the stream's id is not in the log")
+        #expect(line.contains("/streams/#"), "\(line)")
+    }
+}

@@ -13,8 +13,9 @@ enum Tokens {
     static func key() async throws -> TokenKey { try await TokenKey.secret(secret) }
 
     static func make(signedWith key: TokenKey? = nil, sub: String? = "ann", publish: [String] = ["*"], subscribe: [String] = ["*"],
-                     expires: Date = Date().addingTimeInterval(3600), notBefore: Date? = nil) async throws -> String {
-        let claims = TokenClaims(subject: sub, expires: expires, notBefore: notBefore, grants: Grants(publish: publish, subscribe: subscribe))
+                     admin: Bool = false, expires: Date = Date().addingTimeInterval(3600), notBefore: Date? = nil) async throws -> String {
+        let claims = TokenClaims(subject: sub, expires: expires, notBefore: notBefore,
+                                 grants: Grants(publish: publish, subscribe: subscribe, admin: admin))
         let signer = if let key { key } else { try await Self.key() }
         return try await TokenIssuer(key: signer).sign(claims)
     }

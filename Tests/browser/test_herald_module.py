@@ -294,3 +294,32 @@ def test_a_refused_token_is_reported_once_per_streak(secured):
         assert len(errors) == 1, errors
     finally:
         browser.quit()
+
+
+def test_a_stream_an_administrator_ends_is_not_reopened(secured):
+    browser = make_browser()
+    try:
+        fresh = token("--ttl", "1h")
+        module_page(browser, secured.origin, """
+            const h = new Herald({ url: args[0], share: false, token: async () => args[1] });
+            window.states = [];
+            h.on("status", (state) => window.states.push(state.connection));
+            h.on("error", (error) => window.errors.push(error.message));
+            h.subscribe(["currency"], (event) => window.seen.push(event));
+        """, secured.origin, fresh)
+        wait(browser, lambda: "connected" in browser.execute_script("return window.states || []"), 30, "the module connects")
+        admin = token("--admin", "--ttl", "1h")
+        listing = json.loads(urllib.request.urlopen(urllib.request.Request(
+            secured.origin + "/streams?topic=currency", headers={"Authorization": f"Bearer {admin}"}), timeout=5).read())
+        assert len(listing["streams"]) == 1, listing
+        urllib.request.urlopen(urllib.request.Request(secured.origin + "/streams/" + listing["streams"][0]["stream"], method="DELETE",
+                                                      headers={"Authorization": f"Bearer {admin}"}), timeout=5)
+        wait(browser, lambda: browser.execute_script("return window.errors.length") >= 1, 20, "the end is reported")
+        assert "administrator" in browser.execute_script("return window.errors[0]")
+        assert browser.execute_script("return window.states.at(-1)") == "ended"
+        # EventSource would reconnect on its own within seconds: the module does not.
+        time.sleep(6)
+        assert metric(secured, "herald_streams_open") == 0
+        assert browser.execute_script("return window.states.at(-1)") == "ended"
+    finally:
+        browser.quit()

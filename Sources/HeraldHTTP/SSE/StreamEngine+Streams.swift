@@ -91,7 +91,8 @@ extension StreamEngine {
                 if stream.closing == .graceful {
                     stream.ending = true
                     var last = EventStream.buffer()
-                    if stream.closingReason == .expired { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
+                    // Ended by its deadline (its token, or an administrator who moved it to now): the feed says so last.
+                    if stream.closingReason == .expired || stream.closingReason == .ended { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
                     closeFeed(stream)
                     if last.count > EventStream.headroom { stream.load(&last) }
                     if stream.framing == .chunked { stream.out += Self.lastChunk }

@@ -46,6 +46,8 @@ public struct StreamSummary: Sendable {
         case finished = "feed ended"
         /// A held request (`/changes?wait=`) was answered because its wait ran out.
         case waitEnded = "wait ended"
+        /// An administrator ended it (`DELETE /streams/{id}`).
+        case ended = "ended by an administrator"
     }
 
     public let requestID: String

@@ -22,6 +22,9 @@ enum RouteTable {
         routes.add(.get, "/presence") { request in try events.presenceAnswer(request) }
         let renewals = Renewals(access: access, leases: leases, forwarding: forwarding)
         routes.add(.post, AccessLog.renewalRoute) { request in try renewals.renew(request) }
+        let admin = StreamAdmin(access: access, leases: leases)
+        routes.add(.get, "/streams") { request in try admin.list(request) }
+        routes.add(.delete, AccessLog.streamRoute) { request in try admin.end(request) }
         let changes = Changes(events: events)
         routes.add(.get, "/changes") { request in try changes.answer(request) }
         routes.add(.get, "/health") { _ in

@@ -115,15 +115,17 @@ public final class AccessLog: Sendable {
 
     static func message(_ exchange: Exchange) -> String { exchange.isStream ? "stream opened" : "request" }
 
-    /// The path as logged: a stream's id (`/streams/{id}/token`) is what renews it, so the log holds
-    /// only a short hash of it (`/streams/#3f9a0c1d/token`), enough to tell renewals of one stream apart.
+    /// The path as logged: a stream's id (`/streams/{id}/token`, `/streams/{id}`) is what renews it,
+    /// so the log holds only a short hash of it (`/streams/#3f9a0c1d/token`), enough to tell requests
+    /// about one stream apart.
     static func loggedPath(_ exchange: Exchange) -> String {
-        guard exchange.route == renewalRoute else { return exchange.path }
+        guard exchange.route == renewalRoute || exchange.route == streamRoute else { return exchange.path }
         let id = exchange.path.dropFirst("/streams/".count).prefix { $0 != "/" }
-        return "/streams/#" + Fingerprint.hex(id.utf8).prefix(8) + "/token"
+        return "/streams/#" + Fingerprint.hex(id.utf8).prefix(8) + (exchange.route == renewalRoute ? "/token" : "")
     }
 
     static let renewalRoute = "/streams/{id}/token"
+    static let streamRoute = "/streams/{id}"
 
     /// A request's or stream's fields, sorted by key as both handlers write them (`Telemetry` gives the
     /// logger the same list).

@@ -128,7 +128,7 @@ public final class Metrics: Sendable {
     }
 
     private static var streamsClosedName: MetricNameDescriptor {
-        describe("herald_streams_closed_total", "SSE streams closed, by why: client left, slow consumer, token expired, shutdown, feed ended, wait ended (a held /changes).")
+        describe("herald_streams_closed_total", "SSE streams closed, by why: client left, slow consumer, token expired, shutdown, feed ended, wait ended (a held /changes), ended by an administrator.")
     }
 
     private static var publishedName: MetricNameDescriptor { describe("herald_events_published_total", "Events published, by type.") }

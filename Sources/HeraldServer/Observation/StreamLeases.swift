@@ -17,31 +17,57 @@ final class StreamLease: Sendable {
     let topics: [String]
     /// The first token's grants: a stream opened without `sub` renews only with the same grants.
     let grants: Grants
+    /// The client it was opened from, and when (what an administrator's list shows).
+    let client: String
+    let opened: Date
 
     private struct State {
         var expires: Date
         var waker: (@Sendable (Bool) -> Void)?
+        /// An administrator ended it (`end()`): its end is now, and its last event says so.
+        var ended = false
     }
 
     private let state: Lock<State>
 
-    init(id: String, subject: String?, topics: [String], grants: Grants, expires: Date) {
+    init(id: String, subject: String?, topics: [String], grants: Grants, expires: Date, client: String = "", opened: Date = Date()) {
         self.id = id
         self.subject = subject
         self.topics = topics
         self.grants = grants
+        self.client = client
+        self.opened = opened
         state = Lock(State(expires: expires))
     }
 
     var expires: Date { state.withLock { $0.expires } }
 
-    /// Moves the end to `expires` and wakes the stream, whose engine files the new end.
-    func renew(until expires: Date) {
+    var isEnded: Bool { state.withLock { $0.ended } }
+
+    /// Ends the stream now (an administrator's `DELETE /streams/{id}`): its end moves to the past and
+    /// the stream is woken, so its engine ends it at its next tick (within a second), after what is
+    /// queued, with `ended` as its last event. A renewal cannot bring it back.
+    func end() {
         let waker = state.withLock { state in
-            state.expires = expires
+            state.ended = true
+            state.expires = Date(timeIntervalSince1970: 0)
             return state.waker
         }
         waker?(false)
+    }
+
+    /// Moves the end to `expires` and wakes the stream, whose engine files the new end; false when an
+    /// administrator ended the stream.
+    @discardableResult
+    func renew(until expires: Date) -> Bool {
+        let waker: (@Sendable (Bool) -> Void)?? = state.withLock { state in
+            guard !state.ended else { return .none }
+            state.expires = expires
+            return .some(state.waker)
+        }
+        guard let waker else { return false }
+        waker?(false)
+        return true
     }
 
     /// The stream's waker (the engine's), so that a renewal wakes it.
@@ -52,6 +78,18 @@ final class StreamLease: Sendable {
 
     /// One of the lease's events, as SSE: no `id:`, so a client's `Last-Event-ID` stays the last event's.
     func message(_ name: String) -> [UInt8] { SSEEncoder.encode(SSEMessage(id: nil, event: name, data: json.bytes)) }
+
+    /// The last event of a stream an administrator ended: `ended`, `{"stream": id, "reason": …}`.
+    var endedMessage: [UInt8] {
+        let data: JSONValue = ["stream": .string(id), "reason": .string("an administrator ended this stream")]
+        return SSEEncoder.encode(SSEMessage(id: nil, event: "ended", data: data.bytes))
+    }
+
+    /// What an administrator's list shows of it.
+    var listing: JSONValue {
+        ["stream": .string(id), "sub": subject.map(JSONValue.string) ?? .null, "topics": .array(topics.map(JSONValue.string)),
+         "client": .string(client), "openedAt": .string(Timestamp.format(opened)), "expiresAt": .string(Timestamp.format(expires))]
+    }
 }
 
 /// The leases of this Herald's open streams, by id.
@@ -59,10 +97,10 @@ final class StreamLeases: Sendable {
     private let leases = Lock<[String: StreamLease]>([:])
 
     /// A lease for a new stream, under a fresh id.
-    func open(subject: String?, topics: [String], grants: Grants, expires: Date) -> StreamLease {
+    func open(subject: String?, topics: [String], grants: Grants, expires: Date, client: String = "", opened: Date = Date()) -> StreamLease {
         var generator = SystemRandomNumberGenerator()
         let id = (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
-        let lease = StreamLease(id: id, subject: subject, topics: topics, grants: grants, expires: expires)
+        let lease = StreamLease(id: id, subject: subject, topics: topics, grants: grants, expires: expires, client: client, opened: opened)
         leases.withLock { $0[id] = lease }
         return lease
     }
@@ -76,6 +114,11 @@ final class StreamLeases: Sendable {
     }
 
     var count: Int { leases.withLock { $0.count } }
+
+    /// The open streams in id order, after `after` if given.
+    func all(after: String? = nil) -> [StreamLease] {
+        leases.withLock { leases in after.map { after in leases.values.filter { $0.id > after } } ?? Array(leases.values) }.sorted { $0.id < $1.id }
+    }
 }
 
 extension String {

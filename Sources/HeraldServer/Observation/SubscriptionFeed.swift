@@ -44,8 +44,12 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     }
 
     func expired(into out: inout [UInt8]) {
-        if let lease { out += lease.message("expired") }
+        guard let lease else { return }
+        out += lease.isEnded ? lease.endedMessage : lease.message("expired")
     }
+
+    /// An administrator ended it: its end is `ended`, not `token expired`.
+    var ending: StreamSummary.End? { lease?.isEnded == true ? .ended : nil }
 
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
         var none: FileRegion?

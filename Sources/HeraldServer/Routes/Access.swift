@@ -84,6 +84,15 @@ struct Access: Sendable {
         }
     }
 
+    /// An administrator's token, from `Authorization: Bearer` only: 404 without a key (no stream has a
+    /// token), 401 without a token or with one refused, 403 for a token that is not an administrator's.
+    func administrator(_ request: Request) throws -> VerifiedToken {
+        guard verifier != nil else { throw Problem(status: .notFound, detail: "Herald has no token key, so it keeps no list of streams") }
+        let token = try bearerToken(request)
+        guard token.grants.admin else { throw Problem(status: .forbidden, detail: "only an administrator's token (\"admin\": true) may see or end streams") }
+        return token
+    }
+
     /// A token from `Authorization: Bearer` only, checked (401 when missing or refused): a renewal's.
     func bearerToken(_ request: Request) throws -> VerifiedToken {
         guard let verifier else { throw Problem(status: .notFound, detail: "Herald has no token key, so no stream has a token to renew") }

@@ -53,13 +53,16 @@ struct Paging {
 
     /// `{name: [entries…], "next": …}`, where `next` continues after `lastKey` (the page's last
     /// entry) when `more`, keeping the request's other query arguments.
-    func response(_ name: String, _ entries: [JSONValue], more: Bool, lastKey: String?, request: Request) -> Response {
-        guard more, let lastKey else { return .json(.object([(name, .array(entries)), ("next", .null)])) }
+    func response(_ name: String, _ entries: [JSONValue], more: Bool, lastKey: String?, request: Request,
+                  headers: HTTPFields = [:]) -> Response {
+        guard more, let lastKey else { return .json(.object([(name, .array(entries)), ("next", .null)]), headers: headers) }
         var arguments = request.query.filter { $0.name != "limit" && $0.name != "after" }
         arguments.append(("limit", String(limit)))
         arguments.append(("after", lastKey))
         let next = request.path + "?" + arguments.map { Self.escaped($0.name) + "=" + Self.escaped($0.value) }.joined(separator: "&")
-        return .json(.object([(name, .array(entries)), ("next", .string(next))]), headers: [.link: "<\(next)>; rel=\"next\""])
+        var fields = headers
+        fields[.link] = "<\(next)>; rel=\"next\""
+        return .json(.object([(name, .array(entries)), ("next", .string(next))]), headers: fields)
     }
 
     /// `text` with everything but RFC 3986's unreserved characters percent-encoded.

@@ -35,6 +35,8 @@ struct Renewals: Sendable {
             throw Problem(status: .forbidden, detail: "a stream opened with a token without sub renews only with a token of the same grants")
         }
         try access.mayWatch(token, lease.topics)
-        lease.renew(until: token.expires)
+        guard lease.renew(until: token.expires) else {
+            throw Problem(status: .notFound, detail: "no open stream '\(RequestGuard.printable(lease.id))': an administrator ended it")
+        }
     }
 }
