@@ -108,6 +108,9 @@ for path in ("/auctions/1", "/currency", "/units/scout"):
         rps = lambda rs: [r["requestsPerSecond"] for r in rs]
         row(f"GET {path}, 32 connections: requests/s", spread(rps(h)), f"hello-world {spread(rps(hello))}",
             f"{median(rps(h)) / median(rps(hello)):.2f}× the hello-world", "reads")
+        cpu = lambda rs: [r["cpuMicrosecondsPerRequest"] for r in rs]
+        row(f"the same: server CPU per request", spread(cpu(h), 2, " µs"), f"hello-world {spread(cpu(hello), 2, ' µs')}",
+            f"{median(cpu(hello)) / median(cpu(h)):.2f} of the hello-world's rate", "reads")
 
 
 def wrk(path):
