@@ -4,8 +4,8 @@ import FoundationNetworking
 #endif
 
 /// One stream's life across its connections: it opens `/events` for the topics, decodes the events
-/// as they arrive, and when the connection ends for any reason but a refusal, opens another with
-/// `Last-Event-ID` set to the last id it saw, after the server's `retry:`.
+/// as they arrive, and when the connection ends for any reason but a refusal or an administrator's
+/// `ended`, opens another with `Last-Event-ID` set to the last id it saw, after the server's `retry:`.
 struct Connection: Sendable {
     let client: HeraldClient
     let topics: [String]
@@ -28,6 +28,8 @@ struct Connection: Sendable {
             var refusal: (HTTPURLResponse, Data)?
             var delivered = false
             var expired = false
+            /// An administrator ended the stream (`ended`): final, the sequence ends with this.
+            var ended: HeraldProblem?
             var renewal: Task<Void, Never>?
             for await delivery in client.transport.open(request) {
                 switch delivery {
@@ -51,6 +53,10 @@ struct Connection: Sendable {
                             renewal?.cancel()
                             renewal = renew(lease)
                         case .expired: expired = true
+                        case .other(name: "ended", let data):
+                            let reason = if case .object(let fields) = data, case .string(let text)? = fields["reason"] { text } else { "" }
+                            ended = HeraldProblem(type: "/problems/stream-ended", title: "Stream Ended", status: 410,
+                                                  detail: reason.isEmpty ? "an administrator ended this stream" : reason)
                         default: break
                         }
                         deliver(event)
@@ -65,6 +71,8 @@ struct Connection: Sendable {
             renewal?.cancel()
             if let milliseconds = sse.retry { retry = .milliseconds(milliseconds) }
             if Task.isCancelled { return }
+            // Not reconnected: the token still opens streams, but the administrator meant this one to end.
+            if let ended { throw ended }
 
             var wait = retry ?? client.defaultRetry
             if let (head, body) = refusal {

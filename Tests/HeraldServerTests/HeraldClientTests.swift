@@ -280,6 +280,28 @@ import Testing
         #expect(kinds.filter { if case .snapshot = $0 { true } else { false } }.count == 1)
     }
 
+    /// A stream an administrator ends delivers `ended`, and its sequence ends with a 410 problem: the
+    /// client does not reconnect, though its token would open another stream.
+    @Test func aStreamAnAdministratorEndsEndsTheSequence() async throws {
+        let server = try await TestHerald.secured()
+        defer { server.stop() }
+        let herald = try client(server.port) { try await Tokens.make() }
+        let events = Collected<HeraldEvent>()
+        let reader = events.run(herald.events(topics: ["currency"]))
+        defer { reader.cancel() }
+        #expect(await until { events.all.contains { if case .stream = $0.kind { true } else { false } } })
+        let admin = try await Tokens.make(sub: "root", publish: [], subscribe: [], admin: true)
+        let listed = try server.client().get("/streams", headers: Tokens.bearer(admin)).json["streams"] as? [[String: Any]] ?? []
+        let id = try #require(listed.first?["stream"] as? String)
+        #expect(try server.client().request("DELETE", "/streams/\(id)", headers: Tokens.bearer(admin)).status == 204)
+        #expect(await until { events.error != nil }, "the sequence ends")
+        #expect((events.error as? HeraldProblem)?.status == 410)
+        #expect(events.all.contains { if case .other(name: "ended", _) = $0.kind { true } else { false } })
+        try await Task.sleep(for: .seconds(3))
+        let after = try server.client().get("/streams", headers: Tokens.bearer(admin)).json["streams"] as? [Any]
+        #expect(after?.isEmpty == true, "not reopened")
+    }
+
     /// A thousand `states` sequences in one process each see every bid of a burst, in order.
     @Test func aThousandSequencesEachSeeEveryBid() async throws {
         let herald = try HeraldProcess(arguments: HeraldProcess.unlimited)
