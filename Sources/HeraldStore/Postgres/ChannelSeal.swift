@@ -85,8 +85,17 @@ public final class ChannelSeal: Sendable {
         message.append(0x0A)
         message.append(contentsOf: body.utf8)
         let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
-        return Data(code).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        // base64url without padding (RFC 4648 §5), mapped byte by byte: Foundation's
+        // `replacingOccurrences` took 5 % of the CPU of a replica taking in changes.
+        let base64 = Data(code).base64EncodedData()
+        return String(decoding: base64.compactMap { byte -> UInt8? in
+            switch byte {
+            case UInt8(ascii: "+"): UInt8(ascii: "-")
+            case UInt8(ascii: "/"): UInt8(ascii: "_")
+            case UInt8(ascii: "="): nil
+            default: byte
+            }
+        }, as: UTF8.self)
     }
 
     /// Compares two MACs in time that does not depend on where they differ.
