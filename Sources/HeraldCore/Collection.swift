@@ -52,8 +52,10 @@ public struct Membership: Sendable {
     }
 
     /// The membership an event's tags describe, for the collection above its topic, whose members'
-    /// event is `itemName`; nil when the tags describe none.
-    init?(id eventID: UInt64, order: UInt64, topic: String, data: [UInt8], tags: [String], itemName: EventName, encoder: Event.Encoder?) {
+    /// event is `itemName`; nil when the tags describe none. `frame`: the change's own frame, when the
+    /// item is that event byte for byte (its name is `itemName`).
+    init?(id eventID: UInt64, order: UInt64, topic: String, data: [UInt8], tags: [String], itemName: EventName, encoder: Event.Encoder?,
+          frame: [UInt8]? = nil) {
         var before: [Substring]?, after: [Substring]?
         for tag in tags {
             if tag.hasPrefix("was:") { before = (before ?? []) + [tag.dropFirst(4)] }
@@ -64,7 +66,10 @@ public struct Membership: Sendable {
         id = String(topic[topic.index(after: slash)...])
         self.before = before
         self.after = after
-        item = after.map { _ in Event(id: eventID, order: order, topic: topic, name: itemName, data: data, encoder: encoder) }
+        item = after.map { _ in
+            frame.map { Event(id: eventID, order: order, topic: topic, name: itemName, data: data, frame: $0) }
+                ?? Event(id: eventID, order: order, topic: topic, name: itemName, data: data, encoder: encoder)
+        }
         let id = id
         left = before.flatMap { before in
             guard before != after else { return nil }

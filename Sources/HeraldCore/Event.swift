@@ -48,11 +48,24 @@ public final class Event: Sendable {
         dataInFrame = !keepsData && encoder != nil
         storedData = dataInFrame ? [] : data
         self.tags = tags
-        self.frame = encoder?(durable ? id : nil, name, data) ?? []
+        let frame = encoder?(durable ? id : nil, name, data) ?? []
+        self.frame = frame
         let order = order ?? id
         self.membership = durable ? itemName.flatMap {
-            Membership(id: id, order: order, topic: topic, data: data, tags: tags, itemName: $0, encoder: encoder)
+            // A member's change named as its collection names members (a unit's `unit`): the lobby's
+            // item is this event's frame, shared, not encoded and kept a second time.
+            Membership(id: id, order: order, topic: topic, data: data, tags: tags, itemName: $0, encoder: encoder,
+                       frame: $0 == name ? frame : nil)
         } : nil
+        carried = 1
+        replayFile = nil
+    }
+
+    /// An event whose frame is made already: a lobby's item that is its change's event byte for byte.
+    init(id: UInt64, order: UInt64, topic: String, name: EventName, data: [UInt8], frame: [UInt8]) {
+        (self.id, self.order, durable, self.topic, self.name) = (id, order, true, topic, name)
+        (storedData, dataInFrame, tags, membership) = (data, false, [], nil)
+        self.frame = frame
         carried = 1
         replayFile = nil
     }

@@ -282,6 +282,21 @@ import Testing
         #expect(second.first?.id == 3)
     }
 
+    @Test func aLobbyItemThatIsItsChangeByteForByteSharesItsFrame() {
+        let hub = Hub(encoder: { id, name, data in Array("id: \(id ?? 0)\nevent: \(name.text)\n".utf8) + data })
+        hub.declareCollection("units", arrayName: "units", itemName: "unit")
+        let lobby = hub.subscribe(to: ["units"], resume: .now(snapshot: false)), one = hub.subscribe(to: ["units/a"], resume: .now(snapshot: false))
+        _ = (drain(lobby), drain(one))
+        hub.publish(topic: "units/a", name: "unit", tags: Membership.tags(before: nil, after: ["status=ok"]),
+                    updates: [.member(of: "units", key: "a", value: bytes(#"{"id":"a"}"#), values: ["status=ok"])], data: bytes(#"{"n":1}"#))
+        let (item, change) = (drain(lobby), drain(one))
+        #expect(item.count == 1 && change.count == 1)
+        guard let item = item.first, let change = change.first else { return }
+        #expect(!item.frame.isEmpty && item.frame == change.frame)
+        #expect(item.frame.withUnsafeBufferPointer { $0.baseAddress } == change.frame.withUnsafeBufferPointer { $0.baseAddress },
+                "one frame, encoded once and kept once")
+    }
+
     /// A member's change as the journal publishes it: tagged with its filter values before and after.
     private func change(_ hub: Hub, _ id: String, from before: String?, to after: String?) {
         let entry = after.map { bytes(#"{"id":"\#(id)","status":"\#($0)"}"#) }
