@@ -28,6 +28,21 @@ public struct CollectionFilter: Sendable, Hashable {
     }
 }
 
+/// A value a collection's filter looks at, as a member yields it: its `status` is `open`. Members
+/// carry it, and filters compare it, as `status=open`.
+public struct FilterValue: Sendable, Hashable {
+    public let field: String
+    public let value: String
+
+    public init(field: String, value: String) {
+        self.field = field
+        self.value = value
+    }
+
+    /// `field=value`: what a member carries, a filter compares and a tag holds.
+    var text: String { field + "=" + value }
+}
+
 /// A change of one member of a collection subject, as its event's tags tell it: the member's filter
 /// values before the change (`was:status=open`) and after it (`is:status=closed`). No `was:` tag: it
 /// was not a member (created); no `is:` tag: it is no longer one (removed). Because the event carries
@@ -46,9 +61,12 @@ public struct Membership: Sendable {
     /// no filter can flip (its values did not change).
     let left: Event?
 
-    /// The tags that say a member's values before and after a change (each value `field=value`).
-    public static func tags(before: [String]?, after: [String]?) -> [String] {
-        (before ?? []).map { "was:" + $0 } + (after ?? []).map { "is:" + $0 }
+    /// The tags that say a member's values before and after a change. Stored with the event, so this
+    /// is a stored form, form 1 (written since store schema 5, whose fixture `store-schema-5` pins it):
+    /// `was:field=value` for each value before, `is:field=value` for each after. A later form takes
+    /// prefixes of its own and `init(id:…)` goes on reading this one, so stored events replay as they did.
+    public static func tags(before: [FilterValue]?, after: [FilterValue]?) -> [String] {
+        (before ?? []).map { "was:" + $0.text } + (after ?? []).map { "is:" + $0.text }
     }
 
     /// The membership an event's tags describe, for the collection above its topic, whose members'

@@ -21,16 +21,16 @@ public final class Hub: Sendable {
         /// Set for a member of a collection subject: `value` is its entry under this key.
         public let key: String?
         /// A member's filter values (`status=open`), which collection filters look at.
-        public let values: [String]
+        let values: [String]
 
         public init(topic: String, value: [UInt8]?) {
             self.init(topic: topic, value: value, key: nil, values: [])
         }
 
         /// The entry `key` of the collection subject `collection` (nil: removed from it), with the
-        /// values its observers' filters look at (`status=open`).
-        public static func member(of collection: String, key: String, value: [UInt8]?, values: [String] = []) -> Update {
-            Update(topic: collection, value: value, key: key, values: values)
+        /// values its observers' filters look at.
+        public static func member(of collection: String, key: String, value: [UInt8]?, values: [FilterValue] = []) -> Update {
+            Update(topic: collection, value: value, key: key, values: values.map(\.text))
         }
 
         init(topic: String, value: [UInt8]?, key: String?, values: [String]) {

@@ -287,8 +287,8 @@ import Testing
         hub.declareCollection("units", arrayName: "units", itemName: "unit")
         let lobby = hub.subscribe(to: ["units"], resume: .now(snapshot: false)), one = hub.subscribe(to: ["units/a"], resume: .now(snapshot: false))
         _ = (drain(lobby), drain(one))
-        hub.publish(topic: "units/a", name: "unit", tags: Membership.tags(before: nil, after: ["status=ok"]),
-                    updates: [.member(of: "units", key: "a", value: bytes(#"{"id":"a"}"#), values: ["status=ok"])], data: bytes(#"{"n":1}"#))
+        hub.publish(topic: "units/a", name: "unit", tags: Membership.tags(before: nil, after: [FilterValue(field: "status", value: "ok")]),
+                    updates: [.member(of: "units", key: "a", value: bytes(#"{"id":"a"}"#), values: [FilterValue(field: "status", value: "ok")])], data: bytes(#"{"n":1}"#))
         let (item, change) = (drain(lobby), drain(one))
         #expect(item.count == 1 && change.count == 1)
         guard let item = item.first, let change = change.first else { return }
@@ -300,8 +300,8 @@ import Testing
     /// A member's change as the journal publishes it: tagged with its filter values before and after.
     private func change(_ hub: Hub, _ id: String, from before: String?, to after: String?) {
         let entry = after.map { bytes(#"{"id":"\#(id)","status":"\#($0)"}"#) }
-        hub.publish(topic: "auctions/\(id)", name: "bid", tags: Membership.tags(before: before.map { ["status=" + $0] }, after: after.map { ["status=" + $0] }),
-                    updates: [.member(of: "auctions", key: id, value: entry, values: after.map { ["status=" + $0] } ?? [])],
+        hub.publish(topic: "auctions/\(id)", name: "bid", tags: Membership.tags(before: before.map { [FilterValue(field: "status", value: $0)] }, after: after.map { [FilterValue(field: "status", value: $0)] }),
+                    updates: [.member(of: "auctions", key: id, value: entry, values: after.map { [FilterValue(field: "status", value: $0)] } ?? [])],
                     data: bytes(#"{"topic":"auctions/\#(id)","n":\#(hub.lastEventId + 1)}"#))
     }
 

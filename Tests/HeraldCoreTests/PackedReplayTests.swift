@@ -86,8 +86,8 @@ import Testing
         let lobby = Hub(encoder: Self.encoder)
         lobby.declareCollection("auctions", arrayName: "auctions", itemName: "auction")
         for index in 1...3 {
-            lobby.publish(topic: "auctions/\(index)", name: "bid", tags: Membership.tags(before: nil, after: ["status=open"]),
-                          updates: [.member(of: "auctions", key: String(index), value: Array("{\"id\":\"\(index)\"}".utf8), values: ["status=open"])],
+            lobby.publish(topic: "auctions/\(index)", name: "bid", tags: Membership.tags(before: nil, after: [FilterValue(field: "status", value: "open")]),
+                          updates: [.member(of: "auctions", key: String(index), value: Array("{\"id\":\"\(index)\"}".utf8), values: [FilterValue(field: "status", value: "open")])],
                           data: Array("{\"topic\":\"auctions/\(index)\"}".utf8))
         }
         let members = queued(lobby.subscribe(to: ["auctions"], resume: .after(0), packedReplay: true))

@@ -58,14 +58,8 @@ struct CollectionKind: Sendable, Hashable, CustomStringConvertible {
     func hash(into hasher: inout Hasher) { hasher.combine(topic) }
 }
 
-/// A value a collection's filter looks at, as a member yields it (`status=open`): its stored form is
-/// `field=value`, inside the `was:`/`is:` tags of `Membership`.
-struct FilterValue: Sendable, Hashable {
-    let field: String
-    let value: String
-
-    var tag: String { field + "=" + value }
-
+/// The values auctions and trips yield to their lobbies' filters.
+extension FilterValue {
     static func of(_ auction: Auction) -> [FilterValue] { [FilterValue(field: "status", value: auction.status.rawValue)] }
     static func of(_ trip: Trip) -> [FilterValue] { [FilterValue(field: "delayed", value: trip.delayed ? "true" : "false")] }
     /// An auction before a bid or its close: open.

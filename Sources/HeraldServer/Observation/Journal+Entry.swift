@@ -33,7 +33,7 @@ struct Member: Sendable {
     let collection: String
     let key: String
     let value: JSONValue?
-    var values: [String] = []
+    var values: [FilterValue] = []
 
     /// An auction in `auctions`: filtered by `status`.
     static func auction(_ auction: Auction, json: JSONValue) -> Member {
@@ -45,8 +45,8 @@ struct Member: Sendable {
         Member(collection: TripBoard.collectionTopic, key: trip.id.description, value: json, values: filterValues(trip))
     }
 
-    static func filterValues(_ auction: Auction) -> [String] { FilterValue.of(auction).map(\.tag) }
-    static func filterValues(_ trip: Trip) -> [String] { FilterValue.of(trip).map(\.tag) }
+    static func filterValues(_ auction: Auction) -> [FilterValue] { FilterValue.of(auction) }
+    static func filterValues(_ trip: Trip) -> [FilterValue] { FilterValue.of(trip) }
 }
 
 extension EventName {
@@ -105,7 +105,7 @@ extension Journal {
             // Written once, and copied into the event, the auction's current value and the bid's answer.
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .bid, payload: ["bid": bid.json, "auction": json],
-                         tags: ChangedFields.bid(on: auction) + Membership.tags(before: [FilterValue.open.tag], after: Member.filterValues(auction)),
+                         tags: ChangedFields.bid(on: auction) + Membership.tags(before: [.open], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction, newBid: bid)
         case .countdownTicked(let auction, let remaining):
             let topic = AuctionHouse.topic(auction.id)
@@ -117,7 +117,7 @@ extension Journal {
         case .auctionClosed(let auction):
             let topic = AuctionHouse.topic(auction.id), json = JSONValue.encoded(auction.json(at: now).bytes)
             return Entry(topic: topic, event: .closed, payload: ["auction": json, "winner": .optional(auction.winner)],
-                         tags: ChangedFields.closing(auction) + Membership.tags(before: [FilterValue.open.tag], after: Member.filterValues(auction)),
+                         tags: ChangedFields.closing(auction) + Membership.tags(before: [.open], after: Member.filterValues(auction)),
                          values: [(topic, ["auction": json])], members: [.auction(auction, json: json)], auction: auction)
         case .recordSaved(let record, let previous):
             guard let entry = Registry.keyedKind(type(of: record).collection)?.saved(record, previous: previous) else { unregistered(record) }
@@ -142,7 +142,7 @@ extension Journal {
             let before = FilterValue(field: "delayed", value: wasDelayed ? "true" : "false")
             return Entry(topic: topic, event: .trip, payload: ["trip": json, "changed": .array(changed.map { .string($0.rawValue) })],
                          tags: changed.map(\.rawValue)
-                            + Membership.tags(before: [before.tag], after: Member.filterValues(trip)),
+                            + Membership.tags(before: [before], after: Member.filterValues(trip)),
                          values: [(topic, ["trip": json])], members: [.trip(trip, json: json)],
                          records: [Record(kind: RecordKind.trip, id: trip.id.description, document: trip.document)])
         }

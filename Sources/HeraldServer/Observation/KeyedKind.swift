@@ -59,7 +59,7 @@ extension KeyedKind {
         let topic = Record.topic(record.id), bytes = json(record).bytes, value = JSONValue.encoded(bytes)
         return Journal.Entry(topic: topic, event: itemEvent, payload: [itemEvent.text: value, "created": .bool(previous == nil)],
                              tags: (previous.map { changed(record, from: $0) } ?? allFields)
-                                + Membership.tags(before: previous.map(tags), after: tags(record)),
+                                + Membership.tags(before: previous.map(filterValues), after: filterValues(record)),
                              values: [(topic, [itemEvent.text: value])], members: [member(record, json: value)],
                              records: [HeraldServer.Record(kind: Record.noun, id: record.id, bytes: bytes)])
     }
@@ -69,7 +69,7 @@ extension KeyedKind {
         guard let previous = removed as? Record else { return nil }
         let id = previous.id, topic = Record.topic(id)
         return Journal.Entry(topic: topic, event: .removed, payload: ["id": .string(id)],
-                             tags: Membership.tags(before: tags(previous), after: nil), values: [(topic, nil)],
+                             tags: Membership.tags(before: filterValues(previous), after: nil), values: [(topic, nil)],
                              members: [Member(collection: collection, key: id, value: nil)],
                              records: [HeraldServer.Record(kind: Record.noun, id: id, document: nil)])
     }
@@ -81,13 +81,11 @@ extension KeyedKind {
         return ((Record.topic(record.id), [itemEvent.text: value]), member(record, json: value))
     }
 
-    static func tags(_ record: Record) -> [String] { filterValues(record).map(\.tag) }
-
     /// Every field, in order: what a new record changed (sorted once, in the registry's collection).
     private static var allFields: [String] { CollectionKind.allCases.first { $0.topic == collection }?.changedFields.all ?? fields.sorted() }
 
     private static func member(_ record: Record, json: JSONValue) -> Member {
-        Member(collection: collection, key: record.id, value: json, values: tags(record))
+        Member(collection: collection, key: record.id, value: json, values: filterValues(record))
     }
 }
 
