@@ -263,6 +263,10 @@ import Testing
         _ = try turkish.next(2)
         let english = try server.stream("/trips/1/events")
         _ = try english.next()
+        // The lobby: its snapshot's trips and each trip's change, in German too.
+        let lobby = try server.stream("/trips/events?locale=de_DE")
+        let trips = try lobby.next(named: "snapshot").json["trips"] as? [[String: Any]]
+        #expect((trips?.first?["display"] as? [String: Any])?["delay"] as? String == "5 Minuten Verspätung")
         _ = try server.client().post("/trips/1/delay", #"{"deltaSeconds":300}"#)
         func delay(_ event: SSEEvent) -> String? {
             ((event.json["trip"] as? [String: Any])?["display"] as? [String: Any])?["delay"] as? String
@@ -270,5 +274,6 @@ import Testing
         #expect(delay(try german.next(named: "trip")) == "10 Minuten Verspätung")
         #expect(delay(try turkish.next(named: "trip")) == "10 dakika rötar")
         #expect(delay(try english.next(named: "trip")) == "10 minutes delay")
+        #expect(delay(try lobby.next(named: "trip")) == "10 Minuten Verspätung")
     }
 }

@@ -54,13 +54,13 @@ enum RouteTable {
 
     /// Whether a stream's topic names something: a subject that exists, one that does not (404), or no
     /// topic Herald has (400).
-    static func status(of topic: String, in subjects: Subjects) -> EventRoutes.TopicStatus {
-        if let watched = Presence.watched(topic) {
+    static func status(of named: NamedTopic, in subjects: Subjects) -> EventRoutes.TopicStatus {
+        if let watched = Presence.watched(named.text) {
             // `presence/T` is there when T is (never `presence/presence/…`).
-            return Presence.watched(watched) == nil ? status(of: watched, in: subjects) : .malformed
+            return Presence.watched(watched) == nil ? status(of: NamedTopic(watched), in: subjects) : .malformed
         }
         let known: Bool
-        switch Topic(topic) {
+        switch named.topic {
         case .currency, .auctions, .trips, .keyed, .notification: return .exists
         case .auction(let id): known = AuctionID(id).map(subjects.auctions.exists) ?? false
         case .trip(let id): known = TripID(id).map(subjects.trips.exists) ?? false

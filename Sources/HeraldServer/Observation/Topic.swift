@@ -1,5 +1,18 @@
 import HeraldDomain
 
+/// A topic as a request names it, parsed once, at the route: its text (what the hub, the leases and a
+/// problem's detail use) and its form, which the access check, the subject check and the display style
+/// read (nil: no topic's form, a 400 once the caller is let through).
+struct NamedTopic: Sendable {
+    let text: String
+    let topic: Topic?
+
+    init(_ text: String) {
+        self.text = text
+        topic = Topic(text)
+    }
+}
+
 /// A subject's name as streams, tokens and events spell it (`currency`, `units`, `auctions/7`,
 /// `trips/ice-1`, `units/scout`, `notifications/door.front`), read by this one parser.
 enum Topic: Hashable, Sendable, CustomStringConvertible {

@@ -13,16 +13,19 @@ struct TripLocalizer: Sendable {
     /// The frame for `event` in this locale, or nil to send the shared one.
     func frame(for event: Event) -> [UInt8]? {
         // The name first: only a snapshot or a trip's change is rewritten, and most events are neither.
+        // Only trips' topics publish `trip`, and `trips` is the one snapshot of many trips: the name and
+        // the topic's bytes tell which, with no topic parsed for each event.
         guard event.name == .snapshot || event.name == .trip else { return nil }
-        let topic = Topic(event.topic)
-        if case .trips = topic, event.name == .snapshot { return collectionFrame(for: event) }
-        guard case .trip = topic,
+        if event.name == .snapshot, event.topic == TripBoard.collectionTopic { return collectionFrame(for: event) }
+        guard event.name == .trip || event.topic.utf8.starts(with: Self.tripPrefix),
               case .object(let members)? = try? JSONValue.parse(event.data),
               let trip = members.first(where: { $0.0 == "trip" }).flatMap({ Trip(document: $0.1) })
         else { return nil }
         let localized = JSONValue.object(members.map { $0.0 == "trip" ? ("trip", trip.json(style: style)) : $0 })
         return SSEEncoder.encode(SSEMessage(id: String(event.id), event: event.name.text, data: localized.bytes))
     }
+
+    private static let tripPrefix = Array((TripBoard.collectionTopic + "/").utf8)
 
     /// A `trips` snapshot with each trip's strings in this locale.
     private func collectionFrame(for event: Event) -> [UInt8]? {

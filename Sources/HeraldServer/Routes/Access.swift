@@ -54,7 +54,7 @@ struct Access: Sendable {
     /// Lets a stream of `topics` open, or throws its 401 or 403; returns the token, whose `exp` is when
     /// the stream must end (nil: no token is needed). A stream's token may come as the header, the
     /// `herald_token` cookie or `?access_token=` (EventSource cannot set headers).
-    func watcher(_ request: Request, topics: [String]) throws -> VerifiedToken? {
+    func watcher(_ request: Request, topics: [NamedTopic]) throws -> VerifiedToken? {
         guard let verifier, !publicStreams else { return nil }
         guard let token = Self.bearer(request) ?? Self.cookie(request) ?? request.query("access_token") else {
             throw Self.unauthorized("a stream needs a token: Authorization: Bearer <jwt>, the \(Self.cookie) cookie, or ?access_token=")
@@ -70,15 +70,15 @@ struct Access: Sendable {
         guard let verifier, !publicStreams else { return nil }
         guard let token = Self.bearer(request) ?? Self.cookie(request) ?? request.query("access_token") else { return { _ in false } }
         let verified = try verify(token, with: verifier)
-        return { topic in (try? mayWatch(verified, [topic])) != nil }
+        return { topic in (try? mayWatch(verified, [NamedTopic(topic)])) != nil }
     }
 
     /// Throws 403 unless `token`'s grants cover every one of `topics`.
-    func mayWatch(_ token: VerifiedToken, _ topics: [String]) throws {
-        let allowed = { (topic: String) in
-            Topic(topic)?.isCollection == true ? token.grants.maySubscribe(collection: topic) : token.grants.maySubscribe(topic)
+    func mayWatch(_ token: VerifiedToken, _ topics: [NamedTopic]) throws {
+        let allowed = { (named: NamedTopic) in
+            named.topic?.isCollection == true ? token.grants.maySubscribe(collection: named.text) : token.grants.maySubscribe(named.text)
         }
-        if let denied = topics.first(where: { !allowed($0) }) {
+        if let denied = topics.first(where: { !allowed($0) })?.text {
             throw Problem(status: .forbidden, detail: "the token may not subscribe to '\(RequestGuard.printable(denied))'",
                           extra: [("topic", .string(denied))])
         }

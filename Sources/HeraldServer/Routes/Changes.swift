@@ -24,8 +24,9 @@ struct Changes: Sendable {
             throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(presence))' sends no event with an id, so /changes can never answer it: "
                           + "watch it with a stream, or read GET /presence")
         }
-        let expires = try events.access.watcher(request, topics: topics)?.expires
-        try events.checkTopics(topics)
+        let named = topics.map(NamedTopic.init)
+        let expires = try events.access.watcher(request, topics: named)?.expires
+        try events.checkTopics(named)
         let wait: Int
         switch request.query("wait") {
         case nil: wait = 0

@@ -17,7 +17,7 @@ struct EventRoutes: Sendable {
     let presence: Presence
     /// Whether a topic names a subject that exists (unknown auctions, trips and units are 404), or
     /// could never name one (400).
-    let check: @Sendable (String) -> TopicStatus
+    let check: @Sendable (NamedTopic) -> TopicStatus
 
     enum TopicStatus {
         case exists
@@ -33,12 +33,13 @@ struct EventRoutes: Sendable {
 
     func stream(_ request: Request, topics: [String], filters: [String: CollectionFilter] = [:]) throws -> Response {
         // Who asks comes first: without a token, whether a subject exists is not told.
-        let token = try access.watcher(request, topics: topics)
-        let absentTopics = try checkTopics(topics)
+        let named = topics.map(NamedTopic.init)
+        let token = try access.watcher(request, topics: named)
+        let absentTopics = try checkTopics(named)
         let (resume, eventFilter, added) = (try resumePoint(request), try filter(request, topics: topics), try added(request, topics))
         // A trip stream's display strings follow `?locale=` and Accept-Language, and `?timeZone=`, as GET
         // does. (Read only then: a Locale costs more than the rest of the head.)
-        let style = topics.contains { switch Topic($0) { case .trip, .trips: true; default: false } } ? try request.displayStyle() : nil
+        let style = named.contains { switch $0.topic { case .trip, .trips: true; default: false } } ? try request.displayStyle() : nil
         let localizer = style.flatMap { $0.isEvents ? nil : TripLocalizer(style: $0) }
         // A presence subject starts with its state, on every connection: its events are not kept.
         // Frames written as they are may come packed: a reconnect storm's replay is made once.
@@ -61,7 +62,7 @@ struct EventRoutes: Sendable {
         guard named.count == 1, let topic = named.first, !topic.isEmpty else {
             throw Problem(status: .badRequest, detail: "name one topic: /presence?topic=auctions/1")
         }
-        let presenceTopic = Presence.prefix + topic
+        let presenceTopic = NamedTopic(Presence.prefix + topic)
         _ = try access.watcher(request, topics: [presenceTopic])
         try checkTopics([presenceTopic])
         return .json(presence.answer(topic), headers: [.cacheControl: "no-store"])
@@ -71,15 +72,15 @@ struct EventRoutes: Sendable {
     /// Throws 404 for a subject that does not exist and 400 for what is no topic; returns the units
     /// not made yet among them (which may be observed).
     @discardableResult
-    func checkTopics(_ topics: [String]) throws -> [String] {
+    func checkTopics(_ topics: [NamedTopic]) throws -> [String] {
         var absent: [String] = []
-        for topic in topics {
-            switch check(topic) {
+        for named in topics {
+            switch check(named) {
             case .exists: continue
-            case .absent: absent.append(topic)
-            case .unknown: throw Problem(status: .notFound, detail: "no subject '\(RequestGuard.printable(topic))'")
+            case .absent: absent.append(named.text)
+            case .unknown: throw Problem(status: .notFound, detail: "no subject '\(RequestGuard.printable(named.text))'")
             case .malformed:
-                throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(topic))' is not a topic: topics are \(Registry.topicForms)")
+                throw Problem(status: .badRequest, detail: "'\(RequestGuard.printable(named.text))' is not a topic: topics are \(Registry.topicForms)")
             }
         }
         return absent
