@@ -48,31 +48,58 @@ public final class CriticalSection: @unchecked Sendable {
     }
 }
 
-/// A value that any thread may use, one at a time: each access runs in a `CriticalSection`.
-public final class Lock<Value>: @unchecked Sendable {
-    // Unchecked: `value` is only reached in `withLock`, inside `section`.
-    @usableFromInline let section = CriticalSection()
-    /// No dynamic exclusivity check: only `withLock` reaches the value, inside the section, so no
-    /// other thread's access can overlap, and a nested `withLock` on the same thread waits on the
-    /// mutex before it could reach the value (the check could never fire). Checked, it was one
-    /// runtime call and a thread-local look-up per access, on every request's locks (`git show dad6eb7:BENCHMARKS.md`,
-    /// "Quick reads").
-    @exclusivity(unchecked) @usableFromInline var value: Value
+/// A value that any thread may use, one at a time: each access holds a pthread mutex, as a
+/// `CriticalSection` does. The value and its mutex are one allocation (`LockStorage`): a lock made of
+/// a class, its section and the section's mutex was three, 80 bytes more for each of them, one of them
+/// every stream's observer.
+public struct Lock<Value>: @unchecked Sendable {
+    // Unchecked: the value is only reached in `withLock`, holding the mutex.
+    @usableFromInline let storage: LockStorage<Value>
 
     public init(_ value: Value) {
-        self.value = value
+        storage = LockStorage.make(value)
     }
 
     /// Runs `body` with the value, holding the lock.
     @inlinable
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        try section.run { () throws(Failure) -> Result in try body(&value) }
+        try storage.withUnsafeMutablePointers { (value, mutex) throws(Failure) -> Result in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 
     /// Runs `body` with the value if the lock is free now; nil (without waiting) if another holds it.
     @inlinable
     public func withLockIfAvailable<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result? {
-        try section.runIfFree { () throws(Failure) -> Result in try body(&value) }
+        try storage.withUnsafeMutablePointers { (value, mutex) throws(Failure) -> Result? in
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
+    }
+}
+
+/// A lock's value (the header) and its mutex (the one element), in one allocation. Reached through
+/// pointers only, inside the mutex: no dynamic exclusivity check runs (a checked class property was
+/// one runtime call and a thread-local look-up per access, on every request's locks), and a value of
+/// no size is never an access at the end of the object, which ThreadSanitizer reported as a race.
+public final class LockStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+    static func make(_ value: Value) -> LockStorage<Value> {
+        let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in value }, to: LockStorage<Value>.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
+        return storage
+    }
+
+    deinit {
+        withUnsafeMutablePointerToElements { mutex in
+            pthread_mutex_destroy(mutex)
+            mutex.deinitialize(count: 1)
+        }
     }
 }
 

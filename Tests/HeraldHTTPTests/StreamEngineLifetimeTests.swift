@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import HeraldThreads
 @testable import HeraldHTTP
