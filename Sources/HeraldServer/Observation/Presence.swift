@@ -79,18 +79,29 @@ final class Presence: Sendable {
 
     // MARK: - Streams
 
-    /// A stream of `topics` opened, for `subject` (nil: anonymous). Returns what to call, once, when it
-    /// closes (its feed's `close`, which the engine calls exactly once).
-    func opened(_ topics: [String], subject: String?) -> @Sendable () -> Void {
+    /// A stream counted in: what its feed keeps, and closes once when the stream closes (its feed's
+    /// `close`, which the engine calls exactly once). Kept in the feed, not a closure: a closure's
+    /// context and its weak box were two allocations more for every stream.
+    struct Ticket: Sendable {
+        fileprivate weak var presence: Presence?
+        fileprivate let topics: [String]
+        fileprivate let subject: String?
+
+        func close() { presence?.change(topics, by: -1, subject: subject) }
+    }
+
+    /// A stream of `topics` opened, for `subject` (nil: anonymous): counted in until its ticket closes;
+    /// nil when it watches only presence topics, which count no one.
+    func opened(_ topics: [String], subject: String?) -> Ticket? {
         // The stream's own array when no topic is a presence topic (the usual case): one allocation
         // fewer for every stream.
         let watched = topics.allSatisfy({ Self.watched($0) == nil }) ? topics : topics.filter { Self.watched($0) == nil }
-        guard !watched.isEmpty else { return {} }
+        guard !watched.isEmpty else { return nil }
         change(watched, by: 1, subject: subject)
-        return { [weak self] in self?.change(watched, by: -1, subject: subject) }
+        return Ticket(presence: self, topics: watched, subject: subject)
     }
 
-    private func change(_ topics: [String], by delta: Int, subject: String?) {
+    fileprivate func change(_ topics: [String], by delta: Int, subject: String?) {
         guard let subject else {
             // Anonymous: only the count moves, which goes out at the next tick; no user joins or leaves.
             state.withLock { state in

@@ -19,14 +19,14 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     /// The stream engine's thread only.
     private var notices: [UInt8] = []
 
-    /// Called once when the stream is gone (presence counts it out).
-    private let closed: (@Sendable () -> Void)?
+    /// Closed once when the stream is gone: presence counts it out.
+    private let presence: Presence.Ticket?
 
     /// - Parameter lease: the stream's token, which `leases` keeps while the stream is open (nil: a
     ///   stream without token, which never has to end).
     init(_ subscription: Subscription, localizer: TripLocalizer? = nil, lease: StreamLease? = nil, leases: StreamLeases? = nil,
-         closed: (@Sendable () -> Void)? = nil) {
-        self.closed = closed
+         presence: Presence.Ticket? = nil) {
+        self.presence = presence
         self.subscription = subscription
         self.localizer = localizer
         self.lease = lease
@@ -110,7 +110,7 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
     func close() {
         if let lease { leases?.close(lease) }
         subscription.cancel()
-        closed?()
+        presence?.close()
     }
 
     /// Its first events are all taken: they never come back, so the subscription's lock is not asked

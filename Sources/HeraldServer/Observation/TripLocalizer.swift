@@ -7,8 +7,12 @@ import HeraldJSON
 /// Re-renders trip events for a stream that asked for another locale or time zone. Events are encoded
 /// once, with display strings in `DisplayStyle.events`; a stream in German gets its trip snapshots and
 /// changes rewritten with German strings, and every other event as it is. Only such streams pay for it.
-struct TripLocalizer: Sendable {
+final class TripLocalizer: Sendable {
+    // A class: a stream's feed keeps a reference (8 bytes), not the style (33), in every stream's feed,
+    // though few streams have one.
     let style: DisplayStyle
+
+    init(style: DisplayStyle) { self.style = style }
 
     /// The frame for `event` in this locale, or nil to send the shared one.
     func frame(for event: Event) -> [UInt8]? {

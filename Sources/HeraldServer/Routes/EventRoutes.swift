@@ -53,7 +53,7 @@ struct EventRoutes: Sendable {
         // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
         let lease = token.map { leases.open(subject: $0.subject, topics: topics, grants: $0.grants, expires: $0.expires, client: request.client) }
         return .eventStream(SubscriptionFeed(subscription, localizer: localizer,
-                                             lease: lease, leases: leases, closed: presence.opened(topics, subject: token?.subject)))
+                                             lease: lease, leases: leases, presence: presence.opened(topics, subject: token?.subject)))
     }
 
     /// `GET /presence?topic=T`: who watches T now. Needs what watching `presence/T` needs.
