@@ -22,19 +22,43 @@ import Synchronization
 /// reports a connection closed (daemon.c:3799) before it closes its socket (daemon.c:3845), so every
 /// descriptor in the table is still the connection's own.
 final class ConnectionTable: Sendable {
+    /// One for every descriptor number up to the highest in use, streams' included (their numbers
+    /// are in use too): 48 bytes, its times kept as nanoseconds (`Int64.min`: none), where three
+    /// optional moments made it 72, about 50 bytes more for every open stream with the array's room.
     private struct Entry {
         /// -1: a free place.
         var socket: Int32
-        var address: String
-        var deadline: Moment?
-        /// Since when the connection has had no request in progress; nil while it has one.
-        var idleSince: Moment?
-        /// Since when its client has been sending the request in progress (its line, then its body).
-        var sendingSince: Moment?
         /// Shut down already (past its deadline, or closed to make room): not again.
         var closing = false
         /// A request on it was answered: libmicrohttpd may have set its socket's options since.
         var answered = false
+        var address: String
+        private var deadlineAt = Entry.none, idleSinceAt = Entry.none, sendingSinceAt = Entry.none
+
+        init(socket: Int32, address: String, deadline: Moment?, idleSince: Moment?) {
+            self.socket = socket
+            self.address = address
+            self.deadline = deadline
+            self.idleSince = idleSince
+        }
+
+        var deadline: Moment? {
+            get { Self.moment(deadlineAt) }
+            set { deadlineAt = newValue?.nanoseconds ?? Self.none }
+        }
+        /// Since when the connection has had no request in progress; nil while it has one.
+        var idleSince: Moment? {
+            get { Self.moment(idleSinceAt) }
+            set { idleSinceAt = newValue?.nanoseconds ?? Self.none }
+        }
+        /// Since when its client has been sending the request in progress (its line, then its body).
+        var sendingSince: Moment? {
+            get { Self.moment(sendingSinceAt) }
+            set { sendingSinceAt = newValue?.nanoseconds ?? Self.none }
+        }
+
+        private static let none = Int64.min
+        private static func moment(_ nanoseconds: Int64) -> Moment? { nanoseconds == none ? nil : Moment(nanoseconds: nanoseconds) }
 
         static let free = Entry(socket: -1, address: "", deadline: nil, idleSince: nil)
     }
