@@ -154,7 +154,7 @@ extension StreamEngine {
                 flush(stream, in: loop)
                 pause(since: &yielded)
                 sinceLook += 1
-                if sinceLook == Self.lookEvery {
+                if sinceLook == Self.lookEvery, fansOutWhileWriting {
                     sinceLook = 0
                     if loop.signaled.load(ordering: .acquiring) { fanOutWhileWriting(loop, yielded: &yielded) }
                 }

@@ -58,6 +58,9 @@ public final class StreamEngine: Sendable {
     let streamCount = Atomic<Int>(0)
     private let nextToken = Atomic<UInt64>(1)
     let fanOutWork = Lock<FanOutTake?>(nil)
+    /// Whether a loop looks for events published while it writes (`fanOutWhileWriting`); false only
+    /// to compare the paths.
+    let fansOutWhileWriting: Bool
     /// The paths of streams, each kept once (`shared`).
     private let paths = Lock<[String: String]>([:])
     private let started = Atomic<Bool>(false)
@@ -67,8 +70,9 @@ public final class StreamEngine: Sendable {
 
     /// - Parameter threads: loops, each a thread with its own epoll set and share of the streams (1 to `threadLimit`).
     init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock(),
-         expiryWarning: Duration = .seconds(60), threads: Int = 1) {
+         expiryWarning: Duration = .seconds(60), threads: Int = 1, fansOutWhileWriting: Bool = true) {
         self.limit = limit
+        self.fansOutWhileWriting = fansOutWhileWriting
         self.expiryWarning = expiryWarning.inSeconds
         self.clock = clock
         self.perClientLimit = perClientLimit

@@ -46,6 +46,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// The stream engine's loops, each a thread with its own epoll set and share of the streams
     /// (1 to `StreamEngine.threadLimit`); by default one for each core (see `StreamEngine.defaultThreads`).
     public var streamThreads: Int = StreamEngine.defaultThreads
+    /// Whether a loop takes events published while it writes into the pass (`fanOutWhileWriting`), or
+    /// leaves them for the next pass: the same bytes to every stream, sooner. Off only to compare the
+    /// two paths (`FanOutWhileWritingTests`).
+    public var fanOutWhileWriting = true
     /// The stream engine's time; a test may give one that moves when it says.
     public var streamClock: any StreamClock = SystemStreamClock()
 
