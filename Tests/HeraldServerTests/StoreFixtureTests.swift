@@ -1,4 +1,5 @@
 import Foundation
+import HeraldServer
 import HeraldTestSupport
 import Testing
 
@@ -28,8 +29,41 @@ import Testing
     func anEarlierDataDirectoryOpensWithEverythingInIt(fixture: String, lastEvent: Int) throws {
         let directory = try copy(fixture)
         defer { removeTemporaryDirectory(directory) }
-        let server = try TestHerald(dataDirectory: directory)
+        do {
+            let server = try TestHerald(dataDirectory: directory)
+            defer { server.stop() }
+            try holdsTheFixturesChanges(server, lastEvent: lastEvent)
+        }
+        // Schema 2: the auctions and their bids moved out of their records, and the stored ticks are gone.
+        #expect(try TransientTickTests.storedEvents(named: "tick", in: directory) == 0)
+        #expect(try TransientTickTests.storedEvents(named: "bid", in: directory) == 4)
+    }
+
+    /// The SQL of a PostgreSQL fixture (`scripts/make-store-fixture --postgres`), loaded into a new
+    /// database; returns its URL. psql's own commands (`\restrict`) are left out: libpq runs the rest.
+    func postgresFixture(_ fixture: String) throws -> String {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures").appendingPathComponent(fixture).appendingPathComponent("herald.sql")
+        let sql = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("\\") }.joined(separator: "\n")
+        let url = try TestPostgres.database()
+        try TestPostgres.run(sql, on: url)
+        return url
+    }
+
+    /// What the main of 2026-11-29 wrote to PostgreSQL restores unchanged: everything in it, and its
+    /// lobby's stored tags, which replay as they did.
+    @Test(.enabled(if: TestPostgres.adminURL != nil, "HERALD_TEST_POSTGRES names a PostgreSQL (scripts/test starts one)"))
+    func aPostgreSQLDatabaseOfTodaysMainOpensWithEverythingInItAndItsLobbyReplays() throws {
+        let url = try postgresFixture("postgres-schema-6")
+        let server = try TestHerald { $0.postgresURL = url }
         defer { server.stop() }
+        try holdsTheFixturesChanges(server, lastEvent: 15)
+        try lobbyReplaysAsItDid(server)
+    }
+
+    /// The fixture's changes (`scripts/make-store-fixture`), in a Herald that opened it.
+    func holdsTheFixturesChanges(_ server: TestHerald, lastEvent: Int) throws {
         let client = server.client()
         let lamp = try client.get("/auctions/2").json
         #expect(lamp["item"] as? String == "Fixture lamp")
@@ -60,10 +94,6 @@ import Testing
         #expect(replayed == ["ann", "bob", "cem"], "replay from before the bids is exact")
         let next = try client.post("/notifications/ping", #"{"userInfo":{"n":2}}"#).json["id"] as? String
         #expect(next == String((UInt64(last) ?? 0) + 1), "the sequence continues after the fixture's last event")
-
-        // Schema 2: the auctions and their bids moved out of their records, and the stored ticks are gone.
-        #expect(try TransientTickTests.storedEvents(named: "tick", in: directory) == 0)
-        #expect(try TransientTickTests.storedEvents(named: "bid", in: directory) == 4)
     }
 
     /// What the main of 2026-11-28 wrote (schema 5) restores unchanged: the lobby's stored tags
@@ -76,6 +106,12 @@ import Testing
         let server = try TestHerald(dataDirectory: directory)
         defer { server.stop() }
         #expect(try server.client().get("/auctions/2").json["currency"] as? String == "dollar")
+        try lobbyReplaysAsItDid(server)
+    }
+
+    /// A lobby resumed from before the fixture's changes gets auction 2's entry and bids and auction
+    /// 3's `left` when it closed, from the stored tags.
+    func lobbyReplaysAsItDid(_ server: TestHerald) throws {
         let lobby = try server.stream("/auctions/events?status=open", headers: [("Last-Event-ID", "3")])
         defer { lobby.close() }
         var seen: [String] = []
