@@ -250,9 +250,21 @@ struct HeraldServe: ParsableCommand {
         }
     }
 
-    /// A key file's text; a secret's one trailing newline (as `echo` writes it) is not part of it.
+    /// A key file's text; a secret's one trailing newline (as `echo` writes it) is not part of it. At
+    /// most `TokenKey.maximumFileBytes` are read: a larger file (a wrong path, `/dev/zero`) is refused
+    /// without being read whole, at start and at a reload.
     static func read(_ path: String, trimmingNewline: Bool) throws -> String {
-        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read the key file '\(path)'") }
+        guard let file = FileHandle(forReadingAtPath: path) else { throw ValidationError("cannot read the key file '\(path)'") }
+        defer { try? file.close() }
+        let data: Data
+        do {
+            data = try file.read(upToCount: TokenKey.maximumFileBytes + 1) ?? Data()
+        } catch {
+            throw ValidationError("cannot read the key file '\(path)': \(error.localizedDescription)")
+        }
+        guard data.count <= TokenKey.maximumFileBytes else {
+            throw ValidationError("the key file '\(path)' is longer than \(TokenKey.maximumFileBytes) bytes: it is no key")
+        }
         var text = String(decoding: data, as: UTF8.self)
         if trimmingNewline, text.hasSuffix("\n") { text.removeLast() }
         if trimmingNewline, text.hasSuffix("\r") { text.removeLast() }
