@@ -28,6 +28,24 @@ extension Hub {
     public struct Deliveries: Sendable {
         let events: [Event]
         let audiences: [String: [Audience]]
+
+        /// Audiences up to this many observers are looked through for their shares; a larger one is
+        /// taken to have an observer in every share (at 64, nearly sure with a few shares).
+        static let countedAudience = 64
+
+        /// Which of `count` shares (`deliver(_:share:of:)`) hold an observer the batch reaches: bit i
+        /// for share i. The threads of shares without one need not be woken for it.
+        public func shares(of count: Int) -> UInt64 {
+            let all: UInt64 = count >= 64 ? .max : (1 << UInt64(max(count, 1))) - 1
+            guard count > 1 else { return all }
+            var wanted: UInt64 = 0
+            for audience in audiences.values.joined() {
+                guard audience.observers.count <= Self.countedAudience else { return all }
+                for id in audience.observers.keys { wanted |= 1 << (id % UInt64(count)) }
+                if wanted == all { return all }
+            }
+            return wanted
+        }
     }
 
     /// Takes every published event waiting, with the observer sets each reaches; nil when none waits,

@@ -57,10 +57,10 @@ import Testing
         let published = Lock<[[UInt8]]>([])
         // The fan-out queues each published event to every feed, in order: the streams are woken, and
         // written in the pass, in that order.
-        engine.fanOut {
+        engine.fanOut { _ in
             let events = published.withLock { events in defer { events = [] }; return events }
             guard !events.isEmpty else { return nil }
-            return { _, _, _ in
+            return StreamEngine.FanOutWork { _, _, _ in
                 for event in events { for feed in feeds { feed.push(event) } }
             }
         }

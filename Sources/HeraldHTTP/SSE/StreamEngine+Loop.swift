@@ -181,12 +181,16 @@ extension StreamEngine {
     }
 
     /// On the first loop: takes the events waiting in the hub, hands the other loops their shares of the
-    /// fan-out and queues its own.
+    /// fan-out and queues its own; a loop whose share holds no observer of the batch is not woken for
+    /// it (a countdown's tick watched by one stream wakes one loop).
     func takeFanOut(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
-        guard loop.index == 0, let work = fanOutWork.withLock({ $0 })?.take() else { return }
+        guard loop.index == 0, let work = fanOutWork.withLock({ $0 })?.take(loops.count) else { return }
+        let wanted = wakesOnlyLoopsWithObservers ? work.shares : .max
         // The other loops queue their shares while this one queues its own.
-        for other in loops.dropFirst() where post(to: other, { $0.fanOut.append(work) }) { other.signal() }
-        work(0, loops.count) { pause(since: &yielded) }
+        for other in loops.dropFirst() where wanted & (1 << UInt64(other.index)) != 0 && post(to: other, { $0.fanOut.append(work.run) }) {
+            other.signal()
+        }
+        if wanted & 1 != 0 { work.run(0, loops.count) { pause(since: &yielded) } }
         // The other loops start writing while this one writes its own streams.
         handOverStaged(from: loop)
     }

@@ -61,6 +61,9 @@ public final class StreamEngine: Sendable {
     /// Whether a loop looks for events published while it writes (`fanOutWhileWriting`); false only
     /// to compare the paths.
     let fansOutWhileWriting: Bool
+    /// Whether a batch wakes only the loops whose share holds an observer of it (`FanOutWork.shares`),
+    /// or every loop; false only to compare the paths.
+    let wakesOnlyLoopsWithObservers: Bool
     /// The paths of streams, each kept once (`shared`).
     private let paths = Lock<[String: String]>([:])
     private let started = Atomic<Bool>(false)
@@ -70,9 +73,11 @@ public final class StreamEngine: Sendable {
 
     /// - Parameter threads: loops, each a thread with its own epoll set and share of the streams (1 to `threadLimit`).
     init(limit: Int, perClientLimit: Int? = nil, observer: (any HTTPObserver)? = nil, clock: any StreamClock = SystemStreamClock(),
-         expiryWarning: Duration = .seconds(60), threads: Int = 1, fansOutWhileWriting: Bool = true) {
+         expiryWarning: Duration = .seconds(60), threads: Int = 1, fansOutWhileWriting: Bool = true,
+         wakesOnlyLoopsWithObservers: Bool = true) {
         self.limit = limit
         self.fansOutWhileWriting = fansOutWhileWriting
+        self.wakesOnlyLoopsWithObservers = wakesOnlyLoopsWithObservers
         self.expiryWarning = expiryWarning.inSeconds
         self.clock = clock
         self.perClientLimit = perClientLimit
@@ -91,16 +96,29 @@ public final class StreamEngine: Sendable {
     /// `pause` every few observers, holding no lock, where the loop may let its core go (see `run`).
     public typealias FanOutShare = @Sendable (_ share: Int, _ shares: Int, _ pause: () -> Void) -> Void
 
+    /// A batch's fan-out: each loop's part of it, and the loops that have a part (bit i: loop i's share
+    /// holds an observer the batch reaches; every bit: not told). Only those loops are woken for it.
+    public struct FanOutWork: Sendable {
+        let run: FanOutShare
+        let shares: UInt64
+
+        public init(shares: UInt64 = .max, _ run: @escaping FanOutShare) {
+            self.run = run
+            self.shares = shares
+        }
+    }
+
     /// The fan-out's `take`, kept in a struct for the reason `Hub.Signal` gives.
     struct FanOutTake: Sendable {
-        let take: @Sendable () -> FanOutShare?
+        let take: @Sendable (_ shares: Int) -> FanOutWork?
     }
 
     /// Sets the fan-out: `take` runs on the first loop's thread each time it wakes, before it writes, and
-    /// returns the work for the events waiting (nil: none). Every loop runs its own share of that work
-    /// (the first at once, the others as soon as they wake, each in the order taken), so the loops queue
-    /// one batch to their observers together, and the wakers then `wake` the streams. Set before starting.
-    public func fanOut(_ take: @escaping @Sendable () -> FanOutShare?) {
+    /// returns the work for the events waiting in as many shares as there are loops (nil: none). Every
+    /// loop with a part runs its own share of that work (the first at once, the others as soon as they
+    /// wake, each in the order taken), so the loops queue one batch to their observers together, and the
+    /// wakers then `wake` the streams. Set before starting.
+    public func fanOut(_ take: @escaping @Sendable (_ shares: Int) -> FanOutWork?) {
         fanOutWork.withLock { $0 = FanOutTake(take: take) }
     }
 

@@ -76,7 +76,8 @@ public final class HTTPServer: Sendable {
         streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
                                perClientLimit: configuration.streamsPerClient, observer: observer,
                                clock: configuration.streamClock, expiryWarning: configuration.expiryWarning,
-                               threads: configuration.streamThreads, fansOutWhileWriting: configuration.fanOutWhileWriting)
+                               threads: configuration.streamThreads, fansOutWhileWriting: configuration.fanOutWhileWriting,
+                               wakesOnlyLoopsWithObservers: configuration.wakeOnlyLoopsWithObservers)
         clients = ClientResolver(trustedProxies: configuration.trustedProxies)
         connectionRate = configuration.connectionsPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }
         let connections = ConnectionTable(timeout: configuration.headerTimeout, bodyTimeout: configuration.requestTimeout)

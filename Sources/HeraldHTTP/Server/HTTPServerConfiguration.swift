@@ -50,6 +50,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// leaves them for the next pass: the same bytes to every stream, sooner. Off only to compare the
     /// two paths (`FanOutWhileWritingTests`).
     public var fanOutWhileWriting = true
+    /// Whether a batch of events wakes only the stream loops whose share holds an observer of it, or
+    /// every loop: the same bytes to every stream, with fewer wake-ups. Off only to compare the two
+    /// paths (`LoopWakeTests`).
+    public var wakeOnlyLoopsWithObservers = true
     /// The stream engine's time; a test may give one that moves when it says.
     public var streamClock: any StreamClock = SystemStreamClock()
 

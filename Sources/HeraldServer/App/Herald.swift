@@ -144,9 +144,11 @@ public final class Herald: Sendable {
         // wake-ups of the engine from finishing the batch (where it publishes) until they are answered.
         let writerHold = WakeHold(owner: journal.writer.thread)
         // Each stream-engine loop queues the hub's batch of events to its own share of the observers.
-        streams.fanOut { () -> StreamEngine.FanOutShare? in
+        streams.fanOut { shares -> StreamEngine.FanOutWork? in
             guard let batch = hub.deliveries() else { return nil }
-            return { share, shares, pause in hub.deliver(batch, share: share, of: shares, pause: pause) }
+            return StreamEngine.FanOutWork(shares: batch.shares(of: shares)) { share, shares, pause in
+                hub.deliver(batch, share: share, of: shares, pause: pause)
+            }
         }
         hub.deliverWhenSignalled { streams.signal(unlessHeldBy: writerHold) }
         journal.writer.aroundAnswers(before: { writerHold.begin() }, after: { streams.release(writerHold) })
