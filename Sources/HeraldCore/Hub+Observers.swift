@@ -48,7 +48,7 @@ extension Hub {
             let observer = Observer(id: state.nextObserverId, interests: topics, collections: collections, limit: max(queueLimit, 1),
                                     byteLimit: observerByteLimit, released: released, filter: filter, startedAt: state.sequence)
             state.nextObserverId += 1
-            var initial = initialEvents(for: observer, resume: resume, added: added, packed: packedReplay, in: &state)
+            var initial = initialEvents(for: observer, resume: resume, added: added, packed: packedReplay && packsReplays, in: &state)
             if initial.isEmpty {
                 // Nothing to send yet (no snapshot asked for, or nothing missed): the stream still starts
                 // at a position, so a client that reconnects before the first event sends a

@@ -139,9 +139,14 @@ public final class Hub: Sendable {
     /// The threads that queued events to observers, by `pthread_self()`: their names and batch counts.
     let deliverers = Lock<[UInt: (name: String, batches: Int)]>([:])
 
+    /// Whether a replay asked for packed (`subscribe(packedReplay:)`) comes packed, or as its events;
+    /// false only to compare the two paths (`PackedReplayTwinTests`).
+    let packsReplays: Bool
+
     /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
     public init(historyLimit: Int = 10_000, historyByteLimit: Int = 64 << 20, observerByteLimit: Int = 16 << 20,
-                encoder: Event.Encoder? = nil) {
+                packsReplays: Bool = true, encoder: Event.Encoder? = nil) {
+        self.packsReplays = packsReplays
         self.historyLimit = max(historyLimit, 1)
         self.historyByteLimit = max(historyByteLimit, 1)
         self.observerByteLimit = max(observerByteLimit, 1)

@@ -49,7 +49,7 @@ public final class Herald: Sendable {
         self.configuration = configuration
         self.logger = logger
         let hub = Hub(historyLimit: configuration.history, historyByteLimit: configuration.historyBytes,
-                      observerByteLimit: configuration.observerQueueBytes) { id, name, data in
+                      observerByteLimit: configuration.observerQueueBytes, packsReplays: configuration.packedReplays) { id, name, data in
             name == .position
                 ? SSEEncoder.position(id: String(id ?? 0))
                 : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name.text, data: data))

@@ -32,6 +32,10 @@ public struct HeraldConfiguration: Sendable {
     /// Answer GETs of an auction, the currency and a unit from their kept encodings without the router
     /// (`QuickReads`): the same answers, at less cost. Off only to compare the two paths.
     public var quickReads = true
+    /// Send a replay that many streams ask for from the same id packed: its frames made once in pieces
+    /// of about 32 KiB, the first sent from a file in memory (`Event(packing:)`, `ReplayFile`). The same
+    /// bytes as the events one by one, at less cost. Off only to compare the two paths.
+    public var packedReplays = true
     /// Create the example auction, trip and unit at start.
     public var examples = true
     /// The key tokens are checked with; nil: Herald is open (anyone may write and watch).
