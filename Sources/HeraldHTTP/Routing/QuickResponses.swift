@@ -21,17 +21,34 @@ struct QuickResponses {
     static let slotCount = 256
     static let largestBody = 16 * 1024
 
+    /// Whether this libmicrohttpd keeps a field's value where `MHD_get_response_header` shows it, so
+    /// that writing over it changes the field, as 0.9.75 and 1.0.1 do: checked once, at the server's
+    /// start, on a response of its own (the value written over through the pointer it gives, then the
+    /// field read again: the same pointer, the new bytes). On a libmicrohttpd that keeps it elsewhere,
+    /// every id is carried by replacing the field, the general way.
+    static let writesInPlace: Bool = {
+        guard let response = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT) else { return false }
+        defer { MHD_destroy_response(response) }
+        guard MHD_add_response_header(response, "X-Request-ID", "aaaa") == MHD_Result.YES,
+              let value = MHD_get_response_header(response, "X-Request-ID"), strlen(value) == 4 else { return false }
+        for index in 0..<4 { UnsafeMutablePointer(mutating: value)[index] = CChar(UInt8(ascii: "b")) }
+        guard let again = MHD_get_response_header(response, "X-Request-ID") else { return false }
+        return again == value && strcmp(again, "bbbb") == 0
+    }()
+
     /// libmicrohttpd's response, released when its slot is taken by another version or subject.
     final class Kept {
         let response: OpaquePointer
         /// The `X-Request-ID` the response carries now (libmicrohttpd removes a field by its value).
         var requestID: String
-        /// libmicrohttpd's own copy of that value (`MHD_get_response_header`), its bytes and their count.
+        /// libmicrohttpd's own copy of that value (`MHD_get_response_header`), its bytes and their count;
+        /// nil where it may not be written over (`writesInPlace`).
         private var value: (bytes: UnsafeMutablePointer<CChar>, count: Int)?
+        private let inPlace: Bool
 
-        init(response: OpaquePointer, requestID: String) {
-            (self.response, self.requestID) = (response, requestID)
-            value = Self.value(in: response, count: requestID.utf8.count)
+        init(response: OpaquePointer, requestID: String, inPlace: Bool = QuickResponses.writesInPlace) {
+            (self.response, self.requestID, self.inPlace) = (response, requestID, inPlace)
+            value = inPlace ? Self.value(in: response, count: requestID.utf8.count) : nil
         }
 
         deinit { MHD_destroy_response(response) }
@@ -52,7 +69,7 @@ struct QuickResponses {
             if !written {
                 _ = requestID.withCString { old in MHD_del_response_header(response, "X-Request-ID", old) }
                 _ = id.withCString { MHD_add_response_header(response, "X-Request-ID", $0) }
-                value = Self.value(in: response, count: id.utf8.count)
+                value = inPlace ? Self.value(in: response, count: id.utf8.count) : nil
             }
             requestID = id
         }

@@ -72,6 +72,10 @@ public final class HTTPServer: Sendable {
         self.handler = handler
         requestHold = WakeHold(owner: requestThread)
         quickResponses = ThreadBound(QuickResponses(), owner: requestThread)
+        // Checked now, not at the first quick read: whether a kept response's id may be written in place.
+        if quickReads != nil, !QuickResponses.writesInPlace {
+            logger.notice("this libmicrohttpd keeps a response's fields where Herald cannot write them: a kept answer's X-Request-ID is replaced instead")
+        }
         contexts = ThreadBound(RequestContexts(), owner: requestThread)
         streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
                                perClientLimit: configuration.streamsPerClient, observer: observer,
