@@ -110,6 +110,8 @@ import Testing
             unlink(path)
         }
         let log = AccessLog(format: .json, output: JSONLogHandler.Output(descriptor: descriptor), delay: .seconds(60))
+        log.start()
+        defer { log.stop() }
         let size = { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
         log.record(Self.exchanges[0])
         #expect(!(eventually(timeout: 1) { size() > 0 }), "one line waits for the delay")

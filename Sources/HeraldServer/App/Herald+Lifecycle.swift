@@ -29,40 +29,71 @@ extension Herald {
     /// The port `/metrics` is served on alone (`--metrics-port`), once started; nil when it is the public one.
     public var metricsPort: Int? { metricsServer?.port }
 
+    /// A part of Herald that runs a thread or a listener: started in the order of `parts`, stopped in
+    /// the reverse order.
+    struct Part {
+        let name: String
+        let start: () throws -> Void
+        let stop: () -> Void
+    }
+
     /// The threads and listeners, in the order `start()` starts them; `stop()` stops them in the
-    /// reverse order. The listeners come first, so that the writer, stopping before them, answers
-    /// every change asked for while they still hold its connection (later ones are refused, 503).
-    /// `init` made each part and set the store up on the calling thread, which stood in for the writer.
-    ///
-    /// 1. the HTTP listener (its daemon thread, and the stream engine's threads)
-    /// 2. the `/metrics` listener, with `--metrics-port`
-    /// 3. the writer's thread: changes asked for since 1 wait in its queue until now
-    /// 4. the auctions' countdown timers (armed by changes; stopping cancels them)
-    /// 5. the listener of other replicas' commits and messages, with PostgreSQL, and presence's second
-    ///    (its graces, its counts, its exchange with the other replicas)
-    /// 6. pruning, with a store
-    public func start() throws {
-        try server.start()
-        if let metricsServer {
-            do {
+    /// reverse order. The listeners come before the writer, so that the writer, stopping before them,
+    /// answers every change asked for while they still hold its connection (later ones are refused,
+    /// 503); the access log comes first, so that it stops last, once every request is answered. `init`
+    /// made each part and set the store up on the calling thread, which stood in for the writer.
+    var parts: [Part] {
+        let (configuration, server, metricsServer, journal, hub, auctions) = (configuration, server, metricsServer, journal, hub, auctions)
+        let (listener, exchange, presence, pruning, logger) = (listener, presenceExchange, presence, pruning, logger)
+        return [
+            // Its lines go out within 200 ms; stopped, it writes what is pending.
+            Part(name: "access log", start: { configuration.accessLines?.start() }, stop: { configuration.accessLines?.stop() }),
+            // Its daemon thread and the stream engine's threads; stopped, every stream is ended cleanly.
+            Part(name: "HTTP listener", start: { try server.start() }, stop: {
+                server.stop()
+                hub.endAll()
+            }),
+            Part(name: "metrics listener", start: {
+                guard let metricsServer else { return }
                 try metricsServer.start()
+                logger.info("metrics listening", metadata: ["http.host": "\(configuration.metricsListener?.host ?? "")",
+                                                            "http.port": "\(metricsServer.port)"])
+            }, stop: { metricsServer?.stop(grace: .zero) }),
+            // Changes asked for since the HTTP listener started wait in its queue until now.
+            Part(name: "writer", start: { journal.start() }, stop: {
+                journal.writer.stop()
+                let written = journal.writer.statistics
+                logger.info("writer stopped", metadata: ["writer.changes": "\(written.changes)", "writer.batches": "\(written.batches)"])
+            }),
+            // Armed by changes; stopping cancels them.
+            Part(name: "countdowns", start: {}, stop: { auctions.stop() }),
+            // With PostgreSQL: other replicas' commits and messages.
+            Part(name: "replica listener", start: { listener?.start() }, stop: { listener?.stop() }),
+            Part(name: "presence exchange", start: { exchange?.start() }, stop: { exchange?.stop() }),
+            // Presence's second: its graces, its counts, its exchange with the other replicas, and what
+            // stalled observers let go of (`Hub.trimIfReleased`).
+            Part(name: "presence", start: {
+                presence.start(also: {
+                    hub.trimIfReleased()
+                    exchange?.tick()
+                })
+            }, stop: { presence.stop() }),
+            Part(name: "pruning", start: { pruning?.start() }, stop: { pruning?.stop() }),
+        ]
+    }
+
+    /// Starts every part, in order; if one cannot start, those started are stopped, in the reverse
+    /// order, and its error is thrown.
+    public func start() throws {
+        let parts = parts
+        for (index, part) in parts.enumerated() {
+            do {
+                try part.start()
             } catch {
-                server.stop(grace: .zero)
+                for started in parts[..<index].reversed() { started.stop() }
                 throw error
             }
-            logger.info("metrics listening", metadata: ["http.host": "\(configuration.metricsListener?.host ?? "")",
-                                                        "http.port": "\(metricsServer.port)"])
         }
-        journal.start()
-        listener?.start()
-        presenceExchange?.start()
-        // Presence's second also gives back what stalled observers let go of (`Hub.trimIfReleased`).
-        let (hub, exchange) = (hub, presenceExchange)
-        presence.start(also: {
-            hub.trimIfReleased()
-            exchange?.tick()
-        })
-        pruning?.start()
         logger.info("herald listening", metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(port)"])
         if let key = configuration.tokenKey {
             logger.info("tokens required", metadata: ["auth.algorithm": "\(key.name)", "auth.public_streams": "\(configuration.publicStreams)"])
@@ -96,19 +127,7 @@ extension Herald {
 
     public func stop() {
         beginDraining()
-        pruning?.stop()
-        presence.stop()
-        presenceExchange?.stop()
-        listener?.stop()
-        auctions.stop()
-        journal.writer.stop()
-        let written = journal.writer.statistics
-        logger.info("writer stopped", metadata: ["writer.changes": "\(written.changes)", "writer.batches": "\(written.batches)"])
-        metricsServer?.stop(grace: .zero)
-        server.stop()
-        hub.endAll()
-        // Every request is answered: the access lines still pending go out before the last line.
-        configuration.accessLines?.flush()
+        for part in parts.reversed() { part.stop() }
         logger.info("herald stopped")
     }
 }

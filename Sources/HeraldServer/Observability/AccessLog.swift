@@ -3,6 +3,7 @@ public import HeraldHTTP
 import HeraldJSON
 import HeraldThreads
 import Logging
+import Synchronization
 
 /// The access log: a line per answered request, and the lines of streams opening and closing, formatted by hand into bytes (no metadata dictionary,
 /// no string interpolation, the timestamp made once a second) and written in batches by a thread of
@@ -36,21 +37,44 @@ public final class AccessLog: Sendable {
     private let delay: Duration
     private let highWater = 256 * 1024
 
+    /// Started (its thread runs), and asked to stop.
+    private let started = Atomic<Bool>(false), stopping = Atomic<Bool>(false)
+    /// Signalled by the thread as it ends.
+    private let ended = DispatchSemaphore(value: 0)
+
     public init(format: Format, output: JSONLogHandler.Output = .standardError, delay: Duration = .milliseconds(200)) {
         self.format = format
         self.output = output
         self.delay = delay
+    }
+
+    /// Starts the thread that writes the lines (`herald-access-log`): one of Herald's parts
+    /// (`Herald.parts`). Lines recorded before wait for it, or for `flush`.
+    public func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in
             // Named as the system sees it (`Thread.name` alone leaves it `herald`, the process's name).
             OwnerThread(name: "herald-access-log").bindToCurrentThread()
             while true {
                 wake.wait()
+                if stopping.load(ordering: .acquiring) { break }
                 _ = full.wait(timeout: .now() + delay.inSeconds)
                 flush()
             }
+            ended.signal()
         }
         thread.name = "herald-access-log"
         thread.start()
+    }
+
+    /// Ends the thread, once, and writes what is pending: nothing recorded before is lost.
+    public func stop() {
+        if started.load(ordering: .acquiring), !stopping.exchange(true, ordering: .acquiringAndReleasing) {
+            wake.signal()
+            full.signal()
+            ended.wait()
+        }
+        flush()
     }
 
     /// Writes what is pending now, on the caller's thread.
