@@ -90,6 +90,7 @@ extension Herald {
             do {
                 try part.start()
             } catch {
+                logger.error("the \(part.name) did not start: stopping what did", metadata: ["error": "\(error)"])
                 for started in parts[..<index].reversed() { started.stop() }
                 throw error
             }
