@@ -11,6 +11,9 @@ public final class OwnerThread: Sendable {
     public let name: String
     /// The thread's `pthread_self`, 0 until it runs.
     private let id = Atomic<UInt>(0)
+    /// The thread that made the owner, which sets its state up until the owner runs: bound explicitly,
+    /// so that no other thread may touch the state meanwhile.
+    private let setUp = UInt(bitPattern: Int(bitPattern: pthread_self()))
 
     public init(name: String) { self.name = name }
 
@@ -44,11 +47,11 @@ public final class OwnerThread: Sendable {
     /// Whether the caller is the owning thread.
     public var isCurrent: Bool { id.load(ordering: .acquiring) == UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
-    /// Whether the caller may touch a value the thread owns: it is the owner, or the owner has not
-    /// started yet (the one thread that builds it sets it up).
+    /// Whether the caller may touch a value the thread owns: it is the owner, or, before the owner
+    /// runs, the thread that made it (which sets its state up) or one standing in for it (`standIn`).
     public var mayAccess: Bool {
-        let owner = id.load(ordering: .acquiring)
-        return owner == 0 || owner == UInt(bitPattern: Int(bitPattern: pthread_self()))
+        let owner = id.load(ordering: .acquiring), me = UInt(bitPattern: Int(bitPattern: pthread_self()))
+        return owner == me || (owner == 0 && setUp == me)
     }
 }
 

@@ -37,6 +37,22 @@ import Testing
         }
     }
 
+    /// Before the owner runs, the thread that built it is the one that sets its state up, bound
+    /// explicitly: another thread reaching for it then stops the process too (it once passed, any
+    /// thread while the owner was unbound).
+    @Test func anotherThreadBeforeTheOwnerRunsStopsTheProcess() async {
+        await #expect(processExitsWith: .failure) {
+            let owner = OwnerThread(name: "test-owner")
+            let bound = ThreadBound(0, owner: owner)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                bound.withValue { $0 += 1 }
+                done.signal()
+            }.start()
+            done.wait()
+        }
+    }
+
     /// Two threads adding through one lock lose nothing.
     @Test func aLockLetsOneThreadAtATime() {
         let total = Lock(0)
