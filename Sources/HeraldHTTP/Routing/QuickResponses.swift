@@ -30,10 +30,10 @@ struct QuickResponses {
         guard let response = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT) else { return false }
         defer { MHD_destroy_response(response) }
         guard MHD_add_response_header(response, "X-Request-ID", "aaaa") == MHD_Result.YES,
-              let value = MHD_get_response_header(response, "X-Request-ID"), strlen(value) == 4 else { return false }
-        for index in 0..<4 { UnsafeMutablePointer(mutating: value)[index] = CChar(UInt8(ascii: "b")) }
+              let value = Kept.value(in: response, count: 4) else { return false }
+        for index in 0..<4 { value.bytes[index] = CChar(UInt8(ascii: "b")) }
         guard let again = MHD_get_response_header(response, "X-Request-ID") else { return false }
-        return again == value && strcmp(again, "bbbb") == 0
+        return again == value.bytes && strcmp(again, "bbbb") == 0
     }()
 
     /// libmicrohttpd's response, released when its slot is taken by another version or subject.
@@ -76,7 +76,7 @@ struct QuickResponses {
 
         /// The field's value as libmicrohttpd keeps it (a NUL-terminated copy of its own), if it is
         /// `count` bytes long.
-        private static func value(in response: OpaquePointer, count: Int) -> (bytes: UnsafeMutablePointer<CChar>, count: Int)? {
+        static func value(in response: OpaquePointer, count: Int) -> (bytes: UnsafeMutablePointer<CChar>, count: Int)? {
             guard let value = MHD_get_response_header(response, "X-Request-ID"), strlen(value) == count else { return nil }
             return (UnsafeMutablePointer(mutating: value), count)
         }
