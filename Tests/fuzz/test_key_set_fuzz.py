@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -116,12 +117,12 @@ def test_a_huge_key_file_is_refused_at_start_without_being_read_whole():
         path = os.path.join(directory, "keys.json")
         with open(path, "wb") as f:
             f.truncate(2 << 30)  # 2 GiB of zeros, sparse: reading it whole would take 2 GiB
-        started = time.time()
         result = subprocess.run([herald_process.binary(), "--port", str(herald_process.free_port()), "--in-memory",
-                                 "--jwt-key-file", path], capture_output=True, timeout=60)
+                                 "--jwt-key-file", path], capture_output=True, timeout=600)
         assert result.returncode != 0
         assert b"longer than 1048576 bytes" in result.stderr, result.stderr[-2000:]
-        assert time.time() - started < 30
+        # Not read whole: no child of this process (this herald, or any waited for before) held 1 GiB.
+        assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1024 * 1024
 
 
 def test_a_reload_of_a_huge_or_broken_key_file_keeps_the_keys(keyed_herald):
@@ -138,7 +139,7 @@ def test_a_reload_of_a_huge_or_broken_key_file_keeps_the_keys(keyed_herald):
                 else:
                     f.write(broken)
             process.send_signal(signal.SIGHUP)
-            deadline = time.time() + 20
+            deadline = time.time() + 120
             while reason not in open(log.name, "rb").read() and time.time() < deadline:
                 time.sleep(0.1)
             assert reason in open(log.name, "rb").read(), open(log.name, "rb").read()[-2000:]
