@@ -6,12 +6,6 @@ import Synchronization
 
 // Fan-out: the published events that wait, queued to their observers in order.
 extension Hub {
-    /// Makes `publish` leave delivery to the caller of `deliver()`: `signal` is called (outside every
-    /// lock) when an event starts waiting for it. Set once, before publishing.
-    public func deliverWhenSignalled(_ signal: @escaping @Sendable () -> Void) {
-        deliverySignal.withLock { $0 = Signal(call: signal) }
-    }
-
     /// Queues every published event that is waiting to its observers, in order, and calls their wakers.
     /// The hub's lock is held only to take the batch and the observer sets (copy-on-write, so no copy),
     /// never while queueing: a publisher never waits for fan-out.

@@ -124,16 +124,9 @@ public final class Hub: Sendable {
     let released = ReleasedBytes()
     let encoder: Event.Encoder?
     let state = Lock(State())
-    /// Called when an event starts waiting for delivery; nil: `publish` delivers.
-    let deliverySignal = Lock<Signal?>(nil)
-
-    /// A closure kept in a struct. Swift 6.3 wraps a bare closure (or a tuple of them) kept in a
-    /// `Lock` (or a `Mutex`) in one more reabstraction thunk each time `withLock { $0 }` reads it, so every call
-    /// costs more than the last and the chain of thunks finally overflows the stack; a closure inside
-    /// a struct is kept as it is.
-    struct Signal: Sendable {
-        let call: @Sendable () -> Void
-    }
+    /// Called (outside every lock) when an event starts waiting for delivery by the caller of
+    /// `deliveries()`; nil: `publish` delivers.
+    let deliverySignal: (@Sendable () -> Void)?
     /// Held while delivering, so batches are queued one after another, in order.
     let delivering = CriticalSection()
     /// The threads that queued events to observers, by `pthread_self()`: their names and batch counts.
@@ -143,10 +136,14 @@ public final class Hub: Sendable {
     /// false only to compare the two paths (`PackedReplayTwinTests`).
     let packsReplays: Bool
 
-    /// - Parameter encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
+    /// - Parameters:
+    ///   - encoder: encodes each event once for delivery (`Event.frame`); nil leaves frames empty.
+    ///   - signal: makes `publish` leave delivery to the caller of `deliveries()` (the stream engine),
+    ///     and is called, outside every lock, when an event starts waiting for it; nil: `publish` delivers.
     public init(historyLimit: Int = 10_000, historyByteLimit: Int = 64 << 20, observerByteLimit: Int = 16 << 20,
-                packsReplays: Bool = true, encoder: Event.Encoder? = nil) {
+                packsReplays: Bool = true, encoder: Event.Encoder? = nil, signal: (@Sendable () -> Void)? = nil) {
         self.packsReplays = packsReplays
+        deliverySignal = signal
         self.historyLimit = max(historyLimit, 1)
         self.historyByteLimit = max(historyByteLimit, 1)
         self.observerByteLimit = max(observerByteLimit, 1)
@@ -280,7 +277,7 @@ public final class Hub: Sendable {
     /// client that reconnects gets the durable events it missed and the current values, never stale news.
     ///
     /// The event is numbered, kept and applied at once; it reaches the observers in `deliver()`. Without
-    /// a delivery signal (`deliverWhenSignalled`) this call delivers before it returns; with one, it only
+    /// a delivery signal (`init(signal:)`) this call delivers before it returns; with one, it only
     /// calls the signal, once for each batch of events waiting, and whoever owns delivery calls `deliver()`.
     @discardableResult
     public func publish(
@@ -316,8 +313,8 @@ public final class Hub: Sendable {
             state.undelivered.append(event)
             return (event, state.undelivered.count == 1)
         }
-        if let signal = deliverySignal.withLock({ $0 }) {
-            if firstWaiting { signal.call() }
+        if let signal = deliverySignal {
+            if firstWaiting { signal() }
         } else {
             deliver()
         }

@@ -49,9 +49,6 @@ public protocol Store: AnyObject, Sendable {
     /// A shared store whose replicas tell each other what they commit: `run` takes in, on the writer,
     /// the events and changes of revisions other Heralds committed, outside any batch's lock.
     func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken)
-    /// A shared store whose batches take a write lock: `report` is told, as each batch ends, how long
-    /// it waited for the lock and how long it held it (metrics).
-    func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void)
     /// Outside a batch, on the writer: takes in the news heard so far (`onNews`). Whether memory now
     /// holds everything the store heard of; false when some of it must be read, with the lock.
     func takeInNews() -> Bool
@@ -65,7 +62,6 @@ extension Store {
     /// Only a shared store has other Heralds' changes to tell.
     public func missedChanges() throws(StoreError) -> StoredChanges? { nil }
     public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {}
-    public func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void) {}
     public func takeInNews() -> Bool { false }
     public func tidy() {}
 }

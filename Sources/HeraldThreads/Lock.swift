@@ -52,6 +52,11 @@ public final class CriticalSection: @unchecked Sendable {
 /// `CriticalSection` does. The value and its mutex are one allocation (`LockStorage`): a lock made of
 /// a class, its section and the section's mutex was three, 80 bytes more for each of them, one of them
 /// every stream's observer.
+///
+/// A closure kept in a lock is kept in a struct (`struct Job { let run: … }`): Swift 6.3 wraps a bare
+/// closure (or a tuple of them) kept in a `Lock` (or a `Mutex`) in one more reabstraction thunk each
+/// time `withLock { $0 }` reads it, so every call costs more than the last and the chain of thunks
+/// finally overflows the stack; a closure inside a struct is kept as it is.
 public struct Lock<Value>: @unchecked Sendable {
     // Unchecked: the value is only reached in `withLock`, holding the mutex.
     @usableFromInline let storage: LockStorage<Value>

@@ -28,14 +28,13 @@ import Testing
         #expect(events.map(\.id) == [1, 2], "the snapshot carries the sequence it reflects")
     }
 
-    /// The delivery signal is read at every publish. Kept as a bare closure in a `Mutex`, Swift wrapped
-    /// it in one more thunk per read: publish n ran n nested thunks, and a long-running server would
-    /// finally overflow its stack. 30,000 publishes on a 256 KiB stack crashed that way; now each
-    /// publish calls the signal directly.
+    /// The delivery signal is called at every publish that finds no event waiting. A closure read out
+    /// of a `Lock` at each call is wrapped in one more thunk per read (see `Lock`): publish n would
+    /// run n nested thunks, and a long-running server would finally overflow its stack. 30,000
+    /// publishes on a 256 KiB stack crash that way; each publish calls the signal directly.
     @Test func theDeliverySignalCostsNoMoreAtTheLastPublishThanAtTheFirst() throws {
-        let hub = Hub()
         let signals = Lock(0)
-        hub.deliverWhenSignalled { signals.withLock { $0 += 1 } }
+        let hub = Hub(signal: { signals.withLock { $0 += 1 } })
         let subscription = hub.subscribe(to: ["a"], resume: .now(snapshot: false))
         let finished = DispatchSemaphore(value: 0)
         let thread = Thread {
@@ -57,8 +56,7 @@ import Testing
     /// (their ids modulo the number of shares): every observer gets every event once and in order, from
     /// its share alone, and a share queues nothing to another's observers.
     @Test func aBatchDeliveredInSharesReachesEveryObserverOnceAndInOrder() throws {
-        let hub = Hub()
-        hub.deliverWhenSignalled {}
+        let hub = Hub(signal: {})
         let subscriptions = (0..<10).map { _ in hub.subscribe(to: ["a"], resume: .now(snapshot: false)) }
         for index in 1...5 { hub.publish(topic: "a", name: "e", data: bytes("\(index)")) }
         let all = ["1", "2", "3", "4", "5"]
@@ -83,8 +81,7 @@ import Testing
     /// A batch that no observer watches is no work: the engine's first loop hands nothing to the others,
     /// which a countdown's ticks with no watcher woke every second.
     @Test func aBatchNobodyWatchesIsNoWorkForTheLoops() throws {
-        let hub = Hub()
-        hub.deliverWhenSignalled {}
+        let hub = Hub(signal: {})
         hub.publish(topic: "auctions/1", name: "tick", data: bytes("1"))
         #expect(hub.deliveries() == nil, "nobody watches auctions/1")
         let subscription = hub.subscribe(to: ["auctions/1"], resume: .now(snapshot: false))
@@ -98,8 +95,7 @@ import Testing
     /// core go in between (`StreamEngine.pause`), so the batch calls back every 32 observers, with the
     /// observers before it queued to and no lock held: a publish from another thread goes through.
     @Test func aLargeBatchPausesEvery32ObserversWithNoLockHeld() throws {
-        let hub = Hub()
-        hub.deliverWhenSignalled {}
+        let hub = Hub(signal: {})
         let subscriptions = (0..<100).map { _ in hub.subscribe(to: ["a"], resume: .now(snapshot: false)) }
         hub.publish(topic: "a", name: "e", data: bytes("1"))
         hub.publish(topic: "a", name: "e", data: bytes("2"))
@@ -335,9 +331,8 @@ import Testing
     }
 
     @Test func aCollectionsObserversGetItsMembersChangesAndNotTheirTicksEvenInOneBatch() {
-        let hub = Hub()
+        let hub = Hub(signal: {})
         hub.declareCollection("auctions", arrayName: "auctions", itemName: "auction")
-        hub.deliverWhenSignalled {}
         let lobby = hub.subscribe(to: ["auctions"], resume: .now(snapshot: false))
         let one = hub.subscribe(to: ["auctions/1"], resume: .now(snapshot: false))
         _ = drain(lobby)

@@ -57,14 +57,14 @@ import Testing
         let published = Lock<[[UInt8]]>([])
         // The fan-out queues each published event to every feed, in order: the streams are woken, and
         // written in the pass, in that order.
-        engine.fanOut { _ in
+        let fanOut = { @Sendable (_: Int) -> StreamEngine.FanOutWork? in
             let events = published.withLock { events in defer { events = [] }; return events }
             guard !events.isEmpty else { return nil }
             return StreamEngine.FanOutWork { _, _, _ in
                 for event in events { for feed in feeds { feed.push(event) } }
             }
         }
-        engine.start(heartbeat: nil)
+        engine.start(heartbeat: nil, duties: StreamEngine.Duties(fanOut: fanOut))
         defer { engine.stop() }
         var peers: [Int32] = []
         defer { for peer in peers { close(peer) } }

@@ -90,6 +90,20 @@ final class LogEntries: Sendable {
         #expect(try stream.next(named: "currency").json["default"] as? String == "euro")
     }
 
+    /// The parts are given what they report to when they are made, so the events of the first batches
+    /// (the examples, made before the server starts) are counted as every later one is.
+    @Test func metricsCountEveryEventPublishedFromTheFirst() throws {
+        let server = try TestHerald(examples: true)
+        defer { server.stop() }
+        let lines = try server.client().get("/metrics").text.split(separator: "\n")
+        func values(_ prefix: String) -> [Int] {
+            lines.filter { $0.hasPrefix(prefix) }.compactMap { $0.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) } }
+        }
+        let last = values("herald_last_event_id ").first ?? 0
+        #expect(last > 0, "the examples publish events")
+        #expect(values("herald_events_published_total{").reduce(0, +) == last, "every event published is counted once")
+    }
+
     @Test func metricsCountRequestsByRouteAndEventsByType() throws {
         let server = try TestHerald()
         defer { server.stop() }

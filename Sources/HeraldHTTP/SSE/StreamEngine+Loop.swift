@@ -29,6 +29,8 @@ extension StreamEngine {
         var expiry = ExpiryWheel()
         /// Streams closed since malloc last gave memory back to the system.
         var closedSinceTrim = 0
+        /// What the loop does besides writing its streams (the first loop's), while it runs.
+        var duties = Duties()
         /// A write buffer (`EventStream.buffer()`) that a take left empty, for the next take; or none.
         /// The second take of nearly every wake finds nothing: it no longer allocates and frees one.
         var spare: [UInt8] = []
@@ -77,7 +79,7 @@ extension StreamEngine {
         func wakeNow() { cepoll_eventfd_signal(wakeup) }
     }
 
-    func run(_ loop: Loop, heartbeat: Duration?) {
+    func run(_ loop: Loop, heartbeat: Duration?, duties: Duties) {
         loop.thread.bindToCurrentThread()
         // `sendfile` (a packed replay) has no MSG_NOSIGNAL: to a client that left, it raises SIGPIPE on
         // this thread, which by default ends the process. Blocked here, it stays pending and harmless,
@@ -97,7 +99,7 @@ extension StreamEngine {
         // lets its core go every `yieldEvery` of work (`pause`), which took the p99 the rest of the way.
         _ = clinux_lower_this_thread(Self.loopNiceSteps)
         let owned = loop.owned
-        let first = loop.index == 0
+        owned.duties = duties
         var tokens = [UInt64](repeating: 0, count: 512)
         var events = [UInt32](repeating: 0, count: 512)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
@@ -163,12 +165,14 @@ extension StreamEngine {
             if elapsed >= nextTick {
                 nextTick = elapsed + .seconds(1)
                 endExpired(loop)
-                if first { for hook in tickHooks.withLock({ $0 }) { hook() } }
+                owned.duties.everySecond?()
             }
             handOverStaged(from: loop)
         }
         for stream in Array(owned.streams.values) { drop(stream, .shutdown, in: loop) }
-        // A stream left in a list would hold its feed and, through it, the hub, which holds the engine.
+        // A stream left in a list would hold its feed and, through it, the hub, which holds the engine;
+        // so would the duties.
+        owned.duties = Duties()
         owned.ready.removeAll()
         owned.woken.removeAll()
         for index in owned.staged.indices { owned.staged[index].removeAll() }
@@ -184,7 +188,7 @@ extension StreamEngine {
     /// fan-out and queues its own; a loop whose share holds no observer of the batch is not woken for
     /// it (a countdown's tick watched by one stream wakes one loop).
     func takeFanOut(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
-        guard loop.index == 0, let work = fanOutWork.withLock({ $0 })?.take(loops.count) else { return }
+        guard let work = loop.owned.duties.fanOut?(loops.count) else { return }
         let wanted = wakesOnlyLoopsWithObservers ? work.shares : .max
         // The other loops queue their shares while this one queues its own.
         for other in loops.dropFirst() where wanted & (1 << UInt64(other.index)) != 0 && post(to: other, { $0.fanOut.append(work.run) }) {

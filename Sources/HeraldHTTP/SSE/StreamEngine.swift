@@ -48,8 +48,6 @@ public final class StreamEngine: Sendable {
     let observer: (any HTTPObserver)?
     /// Open streams by client address (for `perClientLimit`, and the server's connections per address).
     let clients = Lock<[String: Int]>([:])
-    /// Runs about once a second on the first loop's thread.
-    let tickHooks = Lock<[@Sendable () -> Void]>([])
     /// The engine's time (heartbeats, the tick, stream expiry).
     let clock: any StreamClock
     var elapsed: Duration { clock.elapsed }
@@ -57,7 +55,6 @@ public final class StreamEngine: Sendable {
     let expiryWarning: Double
     let streamCount = Atomic<Int>(0)
     private let nextToken = Atomic<UInt64>(1)
-    let fanOutWork = Lock<FanOutTake?>(nil)
     /// Whether a loop looks for events published while it writes (`fanOutWhileWriting`); false only
     /// to compare the paths.
     let fansOutWhileWriting: Bool
@@ -86,6 +83,15 @@ public final class StreamEngine: Sendable {
         loops = (0..<count).map { Loop(index: $0, of: count) }
     }
 
+    /// The engine of a server with `configuration`, told of each stream's end by `observer`.
+    public convenience init(for configuration: HTTPServerConfiguration, observer: (any HTTPObserver)?) {
+        self.init(limit: HTTPServer.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
+                  perClientLimit: configuration.streamsPerClient, observer: observer,
+                  clock: configuration.streamClock, expiryWarning: configuration.expiryWarning,
+                  threads: configuration.streamThreads, fansOutWhileWriting: configuration.fanOutWhileWriting,
+                  wakesOnlyLoopsWithObservers: configuration.wakeOnlyLoopsWithObservers)
+    }
+
     /// Open streams.
     public var count: Int { streamCount.load(ordering: .relaxed) }
 
@@ -108,18 +114,16 @@ public final class StreamEngine: Sendable {
         }
     }
 
-    /// The fan-out's `take`, kept in a struct for the reason `Hub.Signal` gives.
-    struct FanOutTake: Sendable {
-        let take: @Sendable (_ shares: Int) -> FanOutWork?
-    }
-
-    /// Sets the fan-out: `take` runs on the first loop's thread each time it wakes, before it writes, and
-    /// returns the work for the events waiting in as many shares as there are loops (nil: none). Every
-    /// loop with a part runs its own share of that work (the first at once, the others as soon as they
-    /// wake, each in the order taken), so the loops queue one batch to their observers together, and the
-    /// wakers then `wake` the streams. Set before starting.
-    public func fanOut(_ take: @escaping @Sendable (_ shares: Int) -> FanOutWork?) {
-        fanOutWork.withLock { $0 = FanOutTake(take: take) }
+    /// What the first loop does besides writing its streams, given to `start`.
+    struct Duties {
+        /// The fan-out: runs on the first loop's thread each time it wakes, before it writes, and returns
+        /// the work for the events waiting in as many shares as there are loops (nil: none). Every loop
+        /// with a part runs its own share of that work (the first at once, the others as soon as they
+        /// wake, each in the order taken), so the loops queue one batch to their observers together, and
+        /// the wakers then `wake` the streams.
+        var fanOut: (@Sendable (_ shares: Int) -> FanOutWork?)?
+        /// Runs about once a second.
+        var everySecond: (@Sendable () -> Void)?
     }
 
     /// Wakes the first loop's thread (which fans out). Cheap when it is awake already: one eventfd
@@ -143,11 +147,6 @@ public final class StreamEngine: Sendable {
             wanted &= wanted - 1
             if index < loops.count { loops[index].signal() }
         }
-    }
-
-    /// Runs `hook` on the first loop's thread about once a second. Add hooks before starting.
-    func everySecond(_ hook: @escaping @Sendable () -> Void) {
-        tickHooks.withLock { $0.append(hook) }
     }
 
     /// Why `add` refused a stream.
@@ -271,22 +270,22 @@ public final class StreamEngine: Sendable {
         }
     }
 
-    /// Starts the loops' threads, which also send the heartbeats.
-    func start(heartbeat: Duration?) {
+    /// Starts the loops' threads, which also send the heartbeats; the first also runs `duties` (the
+    /// fan-out's `take`, and what runs once a second), until `stop`.
+    func start(heartbeat: Duration?, duties: Duties = Duties()) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         let interval = heartbeat.flatMap { $0 > .zero ? $0 : nil }
         for loop in loops {
-            let thread = Thread { [self] in run(loop, heartbeat: interval) }
+            let thread = Thread { [self] in run(loop, heartbeat: interval, duties: loop.index == 0 ? duties : Duties()) }
             thread.name = loop.thread.name
             thread.start()
         }
     }
 
-    /// Stops the threads; streams still open are dropped. The hooks are let go: they usually hold what
-    /// holds the engine (the hub, whose delivery signal wakes it).
+    /// Stops the threads; streams still open are dropped. The duties are let go with the first loop's
+    /// thread: they usually hold what holds the engine (the hub, whose delivery signal wakes it).
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiring) else { return }
-        defer { fanOutWork.withLock { $0 = nil } }
         guard started.load(ordering: .relaxed) else { return }
         // Woken whatever their flag says: each must see `stopped`.
         for loop in loops { loop.wakeNow() }

@@ -36,6 +36,8 @@ public final class HTTPServer: Sendable {
     let observer: (any HTTPObserver)?
     /// The SSE streams, once their sockets are handed over.
     public let streams: StreamEngine
+    /// The engine's fan-out (`StreamEngine.Duties.fanOut`), given to it when the server starts.
+    let fanOut: (@Sendable (_ shares: Int) -> StreamEngine.FanOutWork?)?
     /// libmicrohttpd's thread, which runs every callback (bound by the first).
     let requestThread = OwnerThread(name: "herald-http")
     /// The request thread's wake-ups of the engine, held while it answers (the answer goes out first).
@@ -60,11 +62,18 @@ public final class HTTPServer: Sendable {
     /// Set when stopping begins: new streams are refused, so every stream can be ended before the daemon stops.
     let draining = Atomic<Bool>(false)
 
-    /// - Parameter handler: answers every request; runs on the server's thread and must not block.
-    /// - Parameter quickReads: GETs answered from what the application keeps, past the same checks.
+    /// - Parameters:
+    ///   - streams: the engine that writes the streams (made with `StreamEngine(for:observer:)`, when
+    ///     what publishes must wake it before the server is made); nil: one of the server's own.
+    ///   - fanOut: what the engine's first loop takes to fan out, each time it wakes (see
+    ///     `StreamEngine.Duties`); nil: the streams' feeds are woken by their publishers.
+    ///   - quickReads: GETs answered from what the application keeps, past the same checks.
+    ///   - handler: answers every request; runs on the server's thread and must not block.
     public init(configuration: HTTPServerConfiguration, logger: Logger, observer: (any HTTPObserver)? = nil,
+                streams: StreamEngine? = nil, fanOut: (@Sendable (_ shares: Int) -> StreamEngine.FanOutWork?)? = nil,
                 quickReads: QuickReads? = nil, handler: @escaping @Sendable (Request) -> Response) {
         self.configuration = configuration
+        self.fanOut = fanOut
         self.quickReads = quickReads
         streamPreamble = SSEEncoder.preamble(retryMilliseconds: configuration.retryMilliseconds)
         self.logger = logger
@@ -77,11 +86,7 @@ public final class HTTPServer: Sendable {
             logger.notice("this libmicrohttpd keeps a response's fields where Herald cannot write them: a kept answer's X-Request-ID is replaced instead")
         }
         contexts = ThreadBound(RequestContexts(), owner: requestThread)
-        streams = StreamEngine(limit: Self.streamLimit(configuration.streamLimit ?? configuration.connectionLimit),
-                               perClientLimit: configuration.streamsPerClient, observer: observer,
-                               clock: configuration.streamClock, expiryWarning: configuration.expiryWarning,
-                               threads: configuration.streamThreads, fansOutWhileWriting: configuration.fanOutWhileWriting,
-                               wakesOnlyLoopsWithObservers: configuration.wakeOnlyLoopsWithObservers)
+        self.streams = streams ?? StreamEngine(for: configuration, observer: observer)
         clients = ClientResolver(trustedProxies: configuration.trustedProxies)
         connectionRate = configuration.connectionsPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }
         let connections = ConnectionTable(timeout: configuration.headerTimeout, bodyTimeout: configuration.requestTimeout)
@@ -148,12 +153,11 @@ public final class HTTPServer: Sendable {
         guardState.withLock { $0 = RequestGuard(allowedHosts: configuration.allowedHosts, port: port) }
         // Each second: connections past their deadlines go, and when room is short, the longest idle
         // (a connection libmicrohttpd holds at its limit accepts no other that would close them).
-        streams.everySecond { [weak self] in
+        streams.start(heartbeat: configuration.heartbeat, duties: StreamEngine.Duties(fanOut: fanOut) { [weak self] in
             guard let self else { return }
             connections.sweep()
             makeRoom()
-        }
-        streams.start(heartbeat: configuration.heartbeat)
+        })
         logger.debug("http server started", metadata: ["http.host": "\(configuration.host)", "http.port": "\(port)"])
     }
 

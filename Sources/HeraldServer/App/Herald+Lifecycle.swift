@@ -2,6 +2,7 @@ public import HeraldAuth
 import HeraldCore
 import HeraldDomain
 import HeraldHTTP
+import HeraldJSON
 import HeraldStore
 import Logging
 
@@ -44,7 +45,7 @@ extension Herald {
     /// made each part and set the store up on the calling thread, which stood in for the writer.
     var parts: [Part] {
         let (configuration, server, metricsServer, journal, hub, auctions) = (configuration, server, metricsServer, journal, hub, auctions)
-        let (listener, exchange, presence, pruning, logger) = (listener, presenceExchange, presence, pruning, logger)
+        let (listener, exchange, forwarding, presence, pruning, logger) = (listener, presenceExchange, forwarding, presence, pruning, logger)
         return [
             // Its lines go out within 200 ms; stopped, it writes what is pending.
             Part(name: "access log", start: { configuration.accessLines?.start() }, stop: { configuration.accessLines?.stop() }),
@@ -68,7 +69,14 @@ extension Herald {
             // Armed by changes; stopping cancels them.
             Part(name: "countdowns", start: {}, stop: { auctions.stop() }),
             // With PostgreSQL: other replicas' commits and messages.
-            Part(name: "replica listener", start: { listener?.start() }, stop: { listener?.stop() }),
+            // The replicas' messages: a renewal's, or presence's.
+            Part(name: "replica listener", start: {
+                listener?.start { text in
+                    guard let message = try? JSONValue.parse(Array(text.utf8)) else { return }
+                    if forwarding?.received(message) == true { return }
+                    _ = exchange?.received(message)
+                }
+            }, stop: { listener?.stop() }),
             Part(name: "presence exchange", start: { exchange?.start() }, stop: { exchange?.stop() }),
             // Presence's second: its graces, its counts, its exchange with the other replicas, and what
             // stalled observers let go of (`Hub.trimIfReleased`).

@@ -6,6 +6,7 @@ public import HeraldDomain
 import HeraldHTTP
 import HeraldJSON
 import HeraldStore
+import HeraldThreads
 public import Logging
 
 /// The Herald server, put together: the store, the subjects restored from it, the observer hub that
@@ -48,14 +49,20 @@ public final class Herald: Sendable {
     public init(configuration: HeraldConfiguration, logger: Logger, clock: any DomainClock = SystemClock()) throws {
         self.configuration = configuration
         self.logger = logger
+        let metrics = configuration.metrics ? Metrics() : nil
+        self.metrics = metrics
+        let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog, accessLines: configuration.accessLines)
+        // The engine first: a publish only signals it; its threads fan the event out and write it. The
+        // writer answers a batch's clients before the engine starts its fan-out: it holds its wake-ups
+        // of the engine from finishing the batch (where it publishes) until they are answered.
+        let streams = StreamEngine(for: configuration.http, observer: telemetry)
+        let writerThread = OwnerThread(name: "herald-writer")
+        let writerHold = WakeHold(owner: writerThread)
         let hub = Hub(historyLimit: configuration.history, historyByteLimit: configuration.historyBytes,
-                      observerByteLimit: configuration.observerQueueBytes, packsReplays: configuration.packedReplays) { id, name, data in
-            name == .position
-                ? SSEEncoder.position(id: String(id ?? 0))
-                : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name.text, data: data))
-        }
+                      observerByteLimit: configuration.observerQueueBytes, packsReplays: configuration.packedReplays,
+                      encoder: Self.encode) { streams.signal(unlessHeldBy: writerHold) }
         let store: (any Store)? = if let url = configuration.postgresURL {
-            try PostgresStore(url: url)
+            try PostgresStore(url: url, lockTimes: metrics?.lockTimes)
         } else if let directory = configuration.dataDirectory {
             try SQLiteStore(directory: directory, synchronous: configuration.synchronous)
         } else {
@@ -71,7 +78,10 @@ public final class Herald: Sendable {
             logger.info("store in memory: nothing is kept when Herald stops", metadata: ["store.location": "memory"])
         }
         // The journal declares the collections, whose members' changes in the history then read as such.
-        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger)
+        let writer = Writer(thread: writerThread, around: Writer.Around(before: { writerHold.begin() }, after: { streams.release(writerHold) }),
+                            recorder: metrics?.batches)
+        let journal = Journal(hub: hub, store: store, lastSequence: stored.lastSequence, clock: clock, logger: logger,
+                              writer: writer, published: metrics?.publishedEvents)
         // The store's snapshot holds no event past its sequence; were one there, the first batch would
         // publish it again: the journal's numbers and the hub's must start equal.
         hub.restore(history: stored.events.filter { $0.id <= stored.lastSequence }.map { Event(id: $0.id, topic: $0.topic, name: EventName($0.name), data: $0.data, tags: $0.tags) },
@@ -88,16 +98,7 @@ public final class Herald: Sendable {
         listener = (store as? PostgresStore)?.listen { [weak journal] in journal?.wake() }
         pruning = store.map { Pruning(store: $0, hub: hub, journal: journal, configuration: configuration, clock: clock, logger: logger) }
 
-        let metrics = configuration.metrics ? Metrics() : nil
-        self.metrics = metrics
-        if let metrics {
-            journal.countPublished { metrics.published($0) }
-            journal.writer.recordBatches { metrics.batch(changes: $0, finishing: $1) }
-            store?.onLockTimes { metrics.lock(waited: $0, held: $1) }
-        }
-        // The server's stream engine, for the scrape; the server is made after the routes that scrape it.
-        let engine = Slot<StreamEngine>()
-        let scrape = metrics.map { Metrics.scraper($0, hub: hub, journal: journal, store: store, engine: engine) }
+        let scrape = metrics.map { Metrics.scraper($0, hub: hub, journal: journal, store: store, engine: streams) }
         let draining = draining
         let health = Health(live: startedAt) { () -> String? in
             if draining.isSet { return "Herald is shutting down" }
@@ -118,40 +119,33 @@ public final class Herald: Sendable {
                                 exchanged: listener != nil)
         let exchange = listener.map { PresenceExchange(listener: $0, presence: presence) }
         (self.presence, presenceExchange) = (presence, exchange)
-        // The replicas' messages: a renewal's, or presence's.
-        listener?.onMessage { text in
-            guard let message = try? JSONValue.parse(Array(text.utf8)) else { return }
-            if forwarding?.received(message) == true { return }
-            _ = exchange?.received(message)
-        }
         let (router, reads) = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access, leases: leases, forwarding: forwarding,
                                        presence: presence,
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)
         let cors = CORS(origin: configuration.corsOrigin, keyed: configuration.tokenKey != nil, router: router)
-        let telemetry = Telemetry(metrics: metrics, logger: logger, accessLog: configuration.accessLog, accessLines: configuration.accessLines)
         let quickReads = configuration.quickReads ? QuickReads(router: router, fields: cors.fieldsWithoutOrigin, reads: reads) { [journal] in journal.generation } : nil
-        server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry, quickReads: quickReads) { request in
-            cors.respond(to: request)
-        }
-        engine.value = server.streams
-        metricsServer = configuration.metricsListener.flatMap { listener in
-            scrape.map { Self.metricsServer(listener, scrape: $0, logger: logger) }
-        }
-        // A publish only signals the stream engine; its thread fans the event out and writes it.
-        let streams = server.streams
-        // The writer answers a batch's clients before the engine starts its fan-out: it holds its
-        // wake-ups of the engine from finishing the batch (where it publishes) until they are answered.
-        let writerHold = WakeHold(owner: journal.writer.thread)
         // Each stream-engine loop queues the hub's batch of events to its own share of the observers.
-        streams.fanOut { shares -> StreamEngine.FanOutWork? in
+        let fanOut = { @Sendable (shares: Int) -> StreamEngine.FanOutWork? in
             guard let batch = hub.deliveries() else { return nil }
             return StreamEngine.FanOutWork(shares: batch.shares(of: shares)) { share, shares, pause in
                 hub.deliver(batch, share: share, of: shares, pause: pause)
             }
         }
-        hub.deliverWhenSignalled { streams.signal(unlessHeldBy: writerHold) }
-        journal.writer.aroundAnswers(before: { writerHold.begin() }, after: { streams.release(writerHold) })
+        server = HTTPServer(configuration: configuration.http, logger: logger, observer: telemetry, streams: streams, fanOut: fanOut,
+                            quickReads: quickReads) { request in
+            cors.respond(to: request)
+        }
+        metricsServer = configuration.metricsListener.flatMap { listener in
+            scrape.map { Self.metricsServer(listener, scrape: $0, logger: logger) }
+        }
+    }
+
+    /// Encodes each event once for delivery: an SSE frame, or a bare position (`id:` alone).
+    private static func encode(id: UInt64?, name: EventName, data: [UInt8]) -> [UInt8] {
+        name == .position
+            ? SSEEncoder.position(id: String(id ?? 0))
+            : SSEEncoder.encode(SSEMessage(id: id.map { String($0) }, event: name.text, data: data))
     }
 
     /// The subjects as the store holds them, and the examples in an empty store, in the writer's first

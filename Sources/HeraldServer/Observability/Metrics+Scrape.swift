@@ -5,10 +5,10 @@ import HeraldStore
 extension Metrics {
     /// What `/metrics` answers: the counters, and the state read at each scrape.
     static func scraper(_ metrics: Metrics, hub: Hub, journal: Journal, store: (any Store)?,
-                        engine: Slot<StreamEngine>) -> @Sendable () -> [UInt8] {
+                        engine: StreamEngine) -> @Sendable () -> [UInt8] {
         return {
             var state = Metrics.State()
-            state.streamsOpen = engine.value?.count ?? 0
+            state.streamsOpen = engine.count
             for subject in hub.subjects {
                 state.observers[String(subject.topic.prefix { $0 != "/" }), default: 0] += subject.observers
             }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldHTTP
+import HeraldStore
 import HeraldThreads
 public import Prometheus
 import Synchronization
@@ -126,6 +127,11 @@ public final class Metrics: Sendable {
         lockWait.record(waited)
         lockHeld.record(held)
     }
+
+    /// `published`, `batch` and `lock`, as the journal, the writer and the store are told of them.
+    var publishedEvents: Journal.Published { { [self] in published($0) } }
+    var batches: Writer.BatchRecorder { { [self] in batch(changes: $0, finishing: $1) } }
+    var lockTimes: PostgresStore.LockTimes { { [self] in lock(waited: $0, held: $1) } }
 
     private static var streamsClosedName: MetricNameDescriptor {
         describe("herald_streams_closed_total", "SSE streams closed, by why: client left, slow consumer, token expired, shutdown, feed ended, wait ended (a held /changes), ended by an administrator.")

@@ -18,7 +18,7 @@ import Synchronization
 final class Journal: ChangeSink {
     /// Published events, for the routes that read it; nothing outside this module publishes on it.
     let hub: Hub
-    let writer = Writer()
+    let writer: Writer
     /// Internal: tests make its next batch commit fail.
     let store: (any Store)?
     let logger: Logger
@@ -42,12 +42,12 @@ final class Journal: ChangeSink {
         var lastEvent: (data: [UInt8], members: Int)?
     }
 
-    /// Told whether the batch was durable (a closure kept in a struct: see `Hub.Signal`).
+    /// Told whether the batch was durable (a closure kept in a struct: see `Lock`).
     struct Ending: Sendable {
         let run: @Sendable (_ durable: Bool) -> Void
     }
 
-    /// A closure kept in a struct (see `Hub.Signal`). It returns whether memory was restored.
+    /// A closure kept in a struct (see `Lock`). It returns whether memory was restored.
     struct Reload: Sendable {
         let run: @Sendable () -> Bool
     }
@@ -56,9 +56,8 @@ final class Journal: ChangeSink {
         let run: @Sendable (StoredChanges) -> Bool
     }
 
-    struct Published: Sendable {
-        let count: @Sendable (_ name: String) -> Void
-    }
+    /// Told of each event published, by name (metrics).
+    typealias Published = @Sendable (_ name: String) -> Void
 
     /// Everything the journal keeps, which only the writer's thread touches (checked in debug builds).
     struct State {
@@ -77,8 +76,6 @@ final class Journal: ChangeSink {
         /// While a batch begins (`prepareBatch`): news may be taken in only then, between changes,
         /// never while a change runs.
         var preparing = false
-        /// Told of each event published, by name (metrics).
-        var published: Published?
     }
 
     let state: ThreadBound<State>
@@ -120,10 +117,8 @@ final class Journal: ChangeSink {
     /// last before it when it published none. On the writer.
     var lastEventID: UInt64 { state.withValue { $0.sequence } }
 
-    /// Sets what is told of each event published (its name), on the writer's thread.
-    func countPublished(_ count: @escaping @Sendable (_ name: String) -> Void) {
-        onWriter { $0.published = Published(count: count) }
-    }
+    /// Told of each event published (its name), on the writer's thread.
+    let published: Published?
 
     /// Runs `change` on the journal's state, through the writer's queue when called from elsewhere
     /// (setting up).
@@ -132,8 +127,14 @@ final class Journal: ChangeSink {
         _ = try? writer.perform { state.withValue(change) }
     }
 
-    init(hub: Hub, store: (any Store)?, lastSequence: UInt64, clock: any DomainClock, logger: Logger) {
+    /// - Parameters:
+    ///   - writer: the writer's thread, what runs around each batch's answers, and what is told of each batch.
+    ///   - published: told of each event published, by name.
+    init(hub: Hub, store: (any Store)?, lastSequence: UInt64, clock: any DomainClock, logger: Logger,
+         writer: Writer = Writer(), published: Published? = nil) {
         self.hub = hub
+        self.writer = writer
+        self.published = published
         self.clock = clock
         self.store = store
         self.logger = logger
@@ -316,7 +317,7 @@ final class Journal: ChangeSink {
         switch publication {
         case .event(let id, let durable, let topic, let name, let tags, let updates, let data):
             hub.publish(id: durable ? id : nil, durable: durable, topic: topic, name: name, tags: tags, updates: updates, data: data)
-            state.withValue { $0.published }?.count(name.text)
+            published?(name.text)
         case .values(let updates):
             hub.set(updates)
         }

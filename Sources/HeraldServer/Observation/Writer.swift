@@ -31,7 +31,7 @@ final class Writer: Sendable {
         var between: [Job] = []
     }
 
-    /// Kept in a struct (see `Hooks`).
+    /// Kept in a struct (see `Lock`).
     private struct Job: Sendable {
         let run: @Sendable () -> Void
     }
@@ -40,29 +40,37 @@ final class Writer: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     /// The writer's thread, which owns the state bound to it (`ThreadBound`).
-    let thread = OwnerThread(name: "herald-writer")
+    let thread: OwnerThread
     /// Changes that ran, in the batches so far (for tests and the log).
     private let counts = Lock<(changes: Int, batches: Int)>((0, 0))
     /// Called around finishing and answering a batch (holding the stream engine's wake-up until the
     /// clients are answered).
-    private let around = Lock<Hooks?>(nil)
+    private let around: Around?
 
-    /// The closures kept in a struct, not a tuple: Swift 6.3 wraps closures kept bare in a `Lock` (or a `Mutex`) in
-    /// one more thunk at every read, so each batch would cost more than the last (see `Hub`).
-    private struct Hooks: Sendable {
+    /// What runs before a batch is finished, and after its clients are answered.
+    struct Around: Sendable {
         let before: @Sendable () -> Void
         let after: @Sendable () -> Void
     }
 
     /// What is told of each finished batch: how many changes it held, and how long finishing it
-    /// (commit, sync and publishing) took.
-    private struct BatchRecorder: Sendable {
-        let record: @Sendable (_ changes: Int, _ finishing: Duration) -> Void
+    /// (commit, sync and publishing) took (metrics).
+    typealias BatchRecorder = @Sendable (_ changes: Int, _ finishing: Duration) -> Void
+
+    private let recorder: BatchRecorder?
+
+    /// - Parameters:
+    ///   - thread: the writer's thread, once `start` runs it; the thread that sets Herald up stands in
+    ///     for it before.
+    ///   - around: what runs before each batch is finished and after its clients are answered.
+    ///   - recorder: told of each finished batch.
+    init(thread: OwnerThread = OwnerThread(name: "herald-writer"), around: Around? = nil, recorder: BatchRecorder? = nil) {
+        self.thread = thread
+        self.around = around
+        self.recorder = recorder
     }
 
-    private let recorder = Lock<BatchRecorder?>(nil)
-
-    /// How each batch begins and ends (the journal's): kept in a struct for the reason `Hooks` is.
+    /// How each batch begins and ends (the journal's): kept in a struct for the reason `Lock` gives.
     private struct Steps: Sendable {
         let prepare: @Sendable () -> DomainError?
         let finish: @Sendable () -> DomainError?
@@ -80,21 +88,11 @@ final class Writer: Sendable {
         steps.withLock { $0 = Steps(prepare: prepare, finish: finish, tidy: tidy) }
     }
 
-    /// Sets what is told of each finished batch (metrics).
-    func recordBatches(_ record: @escaping @Sendable (_ changes: Int, _ finishing: Duration) -> Void) {
-        recorder.withLock { $0 = BatchRecorder(record: record) }
-    }
-
     /// Whether the writer refuses changes (it is stopping or stopped).
     var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// Changes queued and not yet taken into a batch.
     var queueDepth: Int { state.withLock { $0.queue.count } }
-
-    /// Sets what runs before a batch is finished and after its clients are answered.
-    func aroundAnswers(before: @escaping @Sendable () -> Void, after: @escaping @Sendable () -> Void) {
-        around.withLock { $0 = Hooks(before: before, after: after) }
-    }
 
     /// Whether the caller is the writer's thread.
     var isCurrentThread: Bool { thread.isCurrent }
@@ -272,17 +270,16 @@ final class Writer: Sendable {
             return
         }
         for command in batch { answers.append(command.run()) }
-        let hooks = around.withLock { $0 }
-        hooks?.before()
+        around?.before()
         let finishing = ContinuousClock.now
         let failure = steps.finish()
-        recorder.withLock { $0 }?.record(batch.count, finishing.duration(to: .now))
+        recorder?(batch.count, finishing.duration(to: .now))
         counts.withLock {
             $0.changes += batch.count
             $0.batches += 1
         }
         for answer in answers { answer(failure) }
-        hooks?.after()
+        around?.after()
         steps.tidy()
     }
 }

@@ -12,7 +12,6 @@ public final class PostgresListener: Sendable {
     let seal: ChannelSeal
     private let listening: SharedFlag
     private let heard: @Sendable (_ payloads: [String]?) -> Void
-    private let messages: Lock<MessageHandler?> = Lock(nil)
     /// Read after each (re)connection, once listening, before `heard(nil)`: its first value is what
     /// was committed then (what came before may have been missed; what follows is heard).
     private let since: Since?
@@ -22,11 +21,6 @@ public final class PostgresListener: Sendable {
     }
     /// Messages to send, on the listener's connection, at its next turn (within `turn` milliseconds).
     private let outbox = Lock<[String]>([])
-
-    /// Kept in a struct, not bare in a `Lock` (see `Writer.Hooks`).
-    private struct MessageHandler: Sendable {
-        let run: @Sendable (String) -> Void
-    }
 
     /// The channel of the replicas' messages to each other.
     public static let messageChannel = "herald_messages"
@@ -40,11 +34,6 @@ public final class PostgresListener: Sendable {
         (self.url, self.channel, self.seal, self.listening, self.since, self.heard) = (url, channel, seal, listening, since, heard)
     }
 
-    /// Sets what is called with each message another replica (or this one) sent; before `start`.
-    public func onMessage(_ handler: @escaping @Sendable (String) -> Void) {
-        messages.withLock { $0 = MessageHandler(run: handler) }
-    }
-
     /// Sends `message` to every replica's listener (this one's too), within about `turn` milliseconds;
     /// false when it is too long to send. While the connection is down, it is lost.
     @discardableResult
@@ -56,13 +45,13 @@ public final class PostgresListener: Sendable {
 
     /// Starts the thread, which connects, listens, and calls `heard` with the payloads of the commits'
     /// notifications it got in one wait, and with nil after each (re)connection (some may have been
-    /// missed), and the message handler with each message.
-    public func start() {
+    /// missed), and `handler` with each message another replica (or this one) sent; without a handler
+    /// it does not listen for messages.
+    public func start(onMessage handler: (@Sendable (String) -> Void)? = nil) {
         guard !stopped.isSet, !started.raise() else { return }
-        let (url, channel, listening, heard, messages, outbox, since, seal) = (url, channel, listening, heard, messages, outbox, since, seal)
+        let (url, channel, listening, heard, outbox, since, seal) = (url, channel, listening, heard, outbox, since, seal)
         let thread = Thread { [stopped, ended] in
             var connection: PostgresConnection?
-            let handler = messages.withLock { $0 }
             while !stopped.isSet {
                 guard let open = connection else {
                     do {
@@ -86,7 +75,7 @@ public final class PostgresListener: Sendable {
                     let commits = notifications.filter { $0.channel == channel }.compactMap { seal.openNews($0.payload, channel: channel) }
                     if !commits.isEmpty { heard(commits) }
                     for notification in notifications where notification.channel == Self.messageChannel {
-                        if let message = seal.openMessage(notification.payload, channel: Self.messageChannel) { handler?.run(message) }
+                        if let message = seal.openMessage(notification.payload, channel: Self.messageChannel) { handler?(message) }
                     }
                     for message in outbox.withLock({ outbox in defer { outbox = [] }; return outbox }) {
                         _ = try open.query("SELECT pg_notify($1, $2)",
@@ -105,11 +94,10 @@ public final class PostgresListener: Sendable {
 
     deinit { stop() }
 
-    /// Stops listening and waits for the thread to end (if it started), then lets the message handler
-    /// go: it holds what handles the messages (the presence exchange, the renewals), which hold this
-    /// listener to answer through it.
+    /// Stops listening and waits for the thread to end (if it started). The message handler goes with
+    /// the thread: it holds what handles the messages (the presence exchange, the renewals), which hold
+    /// this listener to answer through it.
     public func stop() {
-        defer { messages.withLock { $0 = nil } }
         guard !stopped.raise(), started.isSet else { return }
         ended.wait()
     }

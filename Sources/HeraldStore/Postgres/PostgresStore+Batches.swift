@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import CLinux
 import HeraldThreads
 import Synchronization
@@ -9,7 +9,7 @@ extension PostgresStore {
     func lockReleased(_ state: inout State) {
         guard let lock = state.lock else { return }
         state.lock = nil
-        lockTimes.withLock { $0 }?.report(.nanoseconds(lock.waited), .nanoseconds(Self.nanoseconds() - lock.since))
+        lockTimes?(.nanoseconds(lock.waited), .nanoseconds(Self.nanoseconds() - lock.since))
     }
 
     /// Opens the batch's transaction, waits for the database's write lock, and returns the sequence

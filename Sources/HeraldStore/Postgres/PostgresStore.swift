@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import CLinux
 import HeraldThreads
 import Synchronization
@@ -121,15 +121,9 @@ public final class PostgresStore: Store {
         let run: @Sendable () -> Void
     }
 
-    /// Told how long each batch waited for the write lock and held it (`onLockTimes`).
-    let lockTimes = Lock<LockTimes?>(nil)
-    struct LockTimes: Sendable {
-        let report: @Sendable (_ waited: Duration, _ held: Duration) -> Void
-    }
-
-    public func onLockTimes(_ report: @escaping @Sendable (_ waited: Duration, _ held: Duration) -> Void) {
-        lockTimes.withLock { $0 = LockTimes(report: report) }
-    }
+    /// Told, as each batch ends, how long it waited for the write lock and how long it held it (metrics).
+    public typealias LockTimes = @Sendable (_ waited: Duration, _ held: Duration) -> Void
+    let lockTimes: LockTimes?
 
     /// A monotonic clock in nanoseconds.
     static func nanoseconds() -> Int64 {
@@ -206,19 +200,21 @@ public final class PostgresStore: Store {
         /// The batch's news, written as its changes are stored, notified when it commits.
         var news = CommitNews.Writer()
         /// While a batch holds the write lock: how long it waited for it, and when it got it
-        /// (`nanoseconds()`), for `onLockTimes`.
+        /// (`nanoseconds()`), for `lockTimes`.
         var lock: (waited: Int64, since: Int64)?
     }
 
     /// Connects and migrates the database to the current schema. Refuses a database migrated by a
     /// newer Herald. `lockWait` bounds how long a batch waits for the write lock, and how long any
     /// session of a replica may sit in a transaction without a word (see `settings`).
-    public convenience init(url: String, lockWait: Duration = PostgresStore.lockWait) throws(StoreError) {
-        try self.init(url: url, lockWait: lockWait, newsQueueLimit: Self.newsQueueLimit)
+    /// `lockTimes` is told how long each batch waited for the lock and held it.
+    public convenience init(url: String, lockWait: Duration = PostgresStore.lockWait, lockTimes: LockTimes? = nil) throws(StoreError) {
+        try self.init(url: url, lockWait: lockWait, newsQueueLimit: Self.newsQueueLimit, lockTimes: lockTimes)
     }
 
-    init(url: String, lockWait: Duration = PostgresStore.lockWait, newsQueueLimit: Double) throws(StoreError) {
+    init(url: String, lockWait: Duration = PostgresStore.lockWait, newsQueueLimit: Double, lockTimes: LockTimes? = nil) throws(StoreError) {
         self.newsQueueLimit = newsQueueLimit
+        self.lockTimes = lockTimes
         let connection = try PostgresConnection(url)
         self.url = url
         settings = Self.settings(lockWait: lockWait)

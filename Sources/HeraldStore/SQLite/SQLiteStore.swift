@@ -144,7 +144,7 @@ public final class SQLiteStore: Store {
     let failNextCommit = Lock(false)
 
     /// Tests set this to run once before the next batch commits, with every change of the batch made
-    /// (a closure kept in a struct: see `Hub.Signal`).
+    /// (a closure kept in a struct: see `Lock`).
     let beforeNextCommit = Lock<Hook?>(nil)
 
     struct Hook: Sendable {
