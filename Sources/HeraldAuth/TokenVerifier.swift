@@ -10,10 +10,13 @@ public struct VerifiedToken: Sendable, Equatable {
     public let subject: String?
     public let expires: Date
     public let grants: Grants
+    /// The `iat` and `jti` claims, if the token has them: what a revocation names.
+    public let issuedAt: Date?
+    public let id: String?
 
     /// Claims already verified, as another replica forwards them (`RenewalForwarding`).
-    public init(subject: String?, expires: Date, grants: Grants) {
-        (self.subject, self.expires, self.grants) = (subject, expires, grants)
+    public init(subject: String?, expires: Date, grants: Grants, issuedAt: Date? = nil, id: String? = nil) {
+        (self.subject, self.expires, self.grants, self.issuedAt, self.id) = (subject, expires, grants, issuedAt, id)
     }
 }
 
@@ -98,7 +101,8 @@ public struct TokenVerifier: Sendable {
         if let notBefore = claims.nbf?.value, notBefore > now {
             throw TokenError("the token is not valid before \(Self.time(notBefore))")
         }
-        return VerifiedToken(subject: claims.sub?.value, expires: expires, grants: claims.herald ?? Grants())
+        let issuedAt = claims.iat?.value.timeIntervalSince1970.isFinite == true ? claims.iat?.value : nil
+        return VerifiedToken(subject: claims.sub?.value, expires: expires, grants: claims.herald ?? Grants(), issuedAt: issuedAt, id: claims.jti?.value)
     }
 
     /// The header and the payload must each be one JSON object under Herald's strict parser: a claim

@@ -28,7 +28,7 @@ struct Connection: Sendable {
             var refusal: (HTTPURLResponse, Data)?
             var delivered = false
             var expired = false
-            /// An administrator ended the stream (`ended`): final, the sequence ends with this.
+            /// An administrator ended the stream (`ended`) or revoked its token (`revoked`): final, the sequence ends with this.
             var ended: HeraldProblem?
             var renewal: Task<Void, Never>?
             for await delivery in client.transport.open(request) {
@@ -57,6 +57,10 @@ struct Connection: Sendable {
                             let reason = if case .object(let fields) = data, case .string(let text)? = fields["reason"] { text } else { "" }
                             ended = HeraldProblem(type: "/problems/stream-ended", title: "Stream Ended", status: 410,
                                                   detail: reason.isEmpty ? "an administrator ended this stream" : reason)
+                        case .other(name: "revoked", let data):
+                            let reason = if case .object(let fields) = data, case .string(let text)? = fields["reason"] { text } else { "" }
+                            ended = HeraldProblem(type: "/problems/token-revoked", title: "Token Revoked", status: 401,
+                                                  detail: reason.isEmpty ? "an administrator revoked this token" : reason)
                         default: break
                         }
                         deliver(event)

@@ -38,6 +38,10 @@ public protocol Store: AnyObject, Sendable {
     func eventCount() throws(StoreError) -> Int
     /// Keeps the answer to a change made with an `Idempotency-Key`, in the change's batch.
     func keep(_ answer: KeptAnswer) throws(StoreError)
+    /// Keeps a revocation, in the current batch (in place of the one of the same key).
+    func revoke(_ revocation: StoredRevocation) throws(StoreError)
+    /// The revocations kept that have not run out by `now` (`prune` forgets the others).
+    func revocations(at now: Double) throws(StoreError) -> [StoredRevocation]
     /// The answer kept for `key`, if any (kept answers older than a day are pruned).
     func keptAnswer(for key: String) throws(StoreError) -> KeptAnswer?
     /// The events after `id`, oldest first (what other Heralds committed, for a shared store).

@@ -42,6 +42,9 @@ struct TokenCommand: ParsableCommand {
     @Option(help: "How long the token is valid, from 1 second to 366 days: 90s, 15m, 1h, 7d, or seconds.")
     var ttl: String = "1h"
 
+    @Option(help: "The token's id (jti), which an administrator may revoke alone (POST /revocations); by default a random one.")
+    var jti: String?
+
     /// A key named on the command line wins; else the server's own variables name it. (An optional
     /// option with a default is deprecated in swift-argument-parser: the environment is read here.)
     mutating func validate() throws {
@@ -57,6 +60,7 @@ struct TokenCommand: ParsableCommand {
                                   + "not '\(ttl)'")
         }
         guard publish.count + subscribe.count > 0 || admin else { throw ValidationError("name at least one --publish or --subscribe pattern, or --admin") }
+        if let jti, jti.isEmpty || jti.utf8.count > 200 { throw ValidationError("--jti must be 1 to 200 characters") }
     }
 
     func run() throws {
@@ -77,8 +81,12 @@ struct TokenCommand: ParsableCommand {
         } catch let error as TokenKeyError {
             throw ValidationError(error.description)
         }
-        let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(Self.seconds(ttl) ?? 3600)).rounded(.down))
-        let claims = TokenClaims(subject: sub, expires: expires,
+        // `iat`: when it was issued, which a revocation by time or by user compares.
+        let issued = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let expires = issued.addingTimeInterval(Double(Self.seconds(ttl) ?? 3600))
+        var generator = SystemRandomNumberGenerator()
+        let id = jti ?? (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined()
+        let claims = TokenClaims(subject: sub, expires: expires, issuedAt: issued, id: id,
                                  grants: Grants(publish: publish, subscribe: subscribe, admin: admin))
         let kid = kid
         do {

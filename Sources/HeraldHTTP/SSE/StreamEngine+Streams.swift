@@ -92,7 +92,7 @@ extension StreamEngine {
                     stream.ending = true
                     var last = EventStream.buffer()
                     // Ended by its deadline (its token, or an administrator who moved it to now): the feed says so last.
-                    if stream.closingReason == .expired || stream.closingReason == .ended { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
+                    if [.expired, .ended, .revoked].contains(stream.closingReason) { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
                     closeFeed(stream)
                     if last.count > EventStream.headroom { stream.load(&last) }
                     if stream.framing == .chunked { stream.out += Self.lastChunk }

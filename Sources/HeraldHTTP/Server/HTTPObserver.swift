@@ -48,6 +48,8 @@ public struct StreamSummary: Sendable {
         case waitEnded = "wait ended"
         /// An administrator ended it (`DELETE /streams/{id}`).
         case ended = "ended by an administrator"
+        /// A revocation covered its token (`POST /revocations`).
+        case revoked
     }
 
     public let requestID: String

@@ -45,7 +45,8 @@ extension Herald {
     /// made each part and set the store up on the calling thread, which stood in for the writer.
     var parts: [Part] {
         let (configuration, server, metricsServer, journal, hub, auctions) = (configuration, server, metricsServer, journal, hub, auctions)
-        let (listener, exchange, forwarding, presence, pruning, logger) = (listener, presenceExchange, forwarding, presence, pruning, logger)
+        let (listener, exchange, forwarding, revoking, presence, pruning, logger) = (listener, presenceExchange, forwarding, revoking, presence, pruning, logger)
+        let revocations = revocations
         return [
             // Its lines go out within 200 ms; stopped, it writes what is pending.
             Part(name: "access log", start: { configuration.accessLines?.start() }, stop: { configuration.accessLines?.stop() }),
@@ -73,17 +74,18 @@ extension Herald {
             Part(name: "replica listener", start: {
                 listener?.start { text in
                     guard let message = try? JSONValue.parse(Array(text.utf8)) else { return }
-                    if forwarding?.received(message) == true { return }
+                    if forwarding?.received(message) == true || revoking.received(message) { return }
                     _ = exchange?.received(message)
                 }
             }, stop: { listener?.stop() }),
             Part(name: "presence exchange", start: { exchange?.start() }, stop: { exchange?.stop() }),
-            // Presence's second: its graces, its counts, its exchange with the other replicas, and what
-            // stalled observers let go of (`Hub.trimIfReleased`).
+            // Presence's second: its graces, its counts, its exchange with the other replicas, what
+            // stalled observers let go of (`Hub.trimIfReleased`), and revocations that ran out.
             Part(name: "presence", start: {
                 presence.start(also: {
                     hub.trimIfReleased()
                     exchange?.tick()
+                    revocations.dropExpired(at: revoking.access.now())
                 })
             }, stop: { presence.stop() }),
             Part(name: "pruning", start: { pruning?.start() }, stop: { pruning?.stop() }),

@@ -38,6 +38,9 @@ public final class Herald: Sendable {
     let leases = StreamLeases()
     /// Renewals of streams other replicas hold (PostgreSQL, with a token key).
     let forwarding: RenewalForwarding?
+    /// Tokens an administrator revoked, and how a revocation is made, kept and sent to the replicas.
+    let revocations: Revocations
+    let revoking: Revoking
     /// Who watches each topic (`presence/T`), and, on replicas, its exchange with the others.
     let presence: Presence
     let presenceExchange: PresenceExchange?
@@ -108,18 +111,25 @@ public final class Herald: Sendable {
             return nil
         }
         verifier = configuration.tokenKey.map(TokenVerifier.init(key:))
-        let access = Access(verifier: verifier, publicStreams: configuration.publicStreams,
+        // The revocations in force, as the store keeps them (none without a store or a key).
+        let now = clock.now
+        let revocations = Revocations(try store.map { try $0.revocations(at: now.timeIntervalSince1970).compactMap(Revoking.revocation) } ?? [])
+        self.revocations = revocations
+        let access = Access(verifier: verifier, revocations: revocations, publicStreams: configuration.publicStreams,
                             writeRate: configuration.writesPerSecond.map { RateLimiter(rate: $0, burst: 2 * $0) }, now: { clock.now })
         // On replicas a renewal may reach one that does not hold the stream: it asks the others.
         let (listener, leases) = (listener, leases)
         let forwarding = configuration.tokenKey == nil ? nil
             : listener.map { RenewalForwarding(listener: $0, access: access, leases: leases) }
         self.forwarding = forwarding
+        let revoking = Revoking(access: access, revocations: revocations, leases: leases, journal: journal, listener: listener, logger: logger)
+        self.revoking = revoking
         let presence = Presence(hub: hub, clock: clock, grace: configuration.presenceGrace, userLimit: configuration.presenceUsers,
                                 exchanged: listener != nil)
         let exchange = listener.map { PresenceExchange(listener: $0, presence: presence) }
         (self.presence, presenceExchange) = (presence, exchange)
         let (router, reads) = RouteTable.router(subjects: subjects, hub: hub, journal: journal, access: access, leases: leases, forwarding: forwarding,
+                                       revoking: revoking,
                                        presence: presence,
                                        queueLimit: configuration.observerQueueLimit, startedAt: startedAt, health: health,
                                        scrape: configuration.metricsListener == nil ? scrape : nil, logger: logger)

@@ -8,7 +8,7 @@ import Logging
 /// Every route Herald serves, in one place: the subjects', the streams' and the service's own.
 enum RouteTable {
     static func router(subjects: Subjects, hub: Hub, journal: Journal, access: Access, leases: StreamLeases,
-                       forwarding: RenewalForwarding?, presence: Presence, queueLimit: Int,
+                       forwarding: RenewalForwarding?, revoking: Revoking, presence: Presence, queueLimit: Int,
                        startedAt: ContinuousClock.Instant, health: Health, scrape: (@Sendable () -> [UInt8])?,
                        logger: Logger) -> (router: Router, quickReads: [(pattern: String, read: QuickReads.Read)]) {
         let events = EventRoutes(hub: hub, queueLimit: queueLimit, access: access, leases: leases, presence: presence) { status(of: $0, in: subjects) }
@@ -25,6 +25,8 @@ enum RouteTable {
         let admin = StreamAdmin(access: access, leases: leases)
         routes.add(.get, "/streams") { request in try admin.list(request) }
         routes.add(.delete, AccessLog.streamRoute) { request in try admin.end(request) }
+        routes.add(.get, "/revocations") { request in try revoking.list(request) }
+        routes.add(.post, "/revocations") { request in try revoking.revoke(request) }
         let changes = Changes(events: events)
         routes.add(.get, "/changes") { request in try changes.answer(request) }
         routes.add(.get, "/health") { _ in

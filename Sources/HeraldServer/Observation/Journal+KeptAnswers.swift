@@ -41,4 +41,15 @@ extension Journal {
             logger.warning("the answer for an Idempotency-Key could not be kept", metadata: ["store.error": "\(error)"])
         }
     }
+
+    /// Stores a revocation in the current batch (nothing to store without a store: it lasts as long
+    /// as the process).
+    func revoke(_ revocation: StoredRevocation) throws(DomainError) {
+        guard let store else { return }
+        do throws(StoreError) {
+            try store.revoke(revocation)
+        } catch {
+            throw Self.refusal(for: error, topic: "a revocation")
+        }
+    }
 }

@@ -21,48 +21,66 @@ final class StreamLease: Sendable {
     let client: String
     let opened: Date
 
+    /// Why an administrator ended it.
+    enum Ending: Sendable, Equatable {
+        /// `DELETE /streams/{id}`: its last event is `ended`.
+        case ended
+        /// A revocation covered its token: its last event is `revoked`, with the reason.
+        case revoked(String)
+    }
+
     private struct State {
         var expires: Date
+        /// The `iat` and `jti` of its token, the first's or the last renewal's: what a revocation names.
+        var issuedAt: Date?
+        var tokenID: String?
         var waker: (@Sendable (Bool) -> Void)?
-        /// An administrator ended it (`end()`): its end is now, and its last event says so.
-        var ended = false
+        /// An administrator ended it (`end`): its end is now, and its last event says why.
+        var ending: Ending?
     }
 
     private let state: Lock<State>
 
-    init(id: String, subject: String?, topics: [String], grants: Grants, expires: Date, client: String = "", opened: Date = Date()) {
+    init(id: String, token: VerifiedToken, topics: [String], client: String = "", opened: Date = Date()) {
         self.id = id
-        self.subject = subject
+        subject = token.subject
         self.topics = topics
-        self.grants = grants
+        grants = token.grants
         self.client = client
         self.opened = opened
-        state = Lock(State(expires: expires))
+        state = Lock(State(expires: token.expires, issuedAt: token.issuedAt, tokenID: token.id))
     }
 
     var expires: Date { state.withLock { $0.expires } }
 
-    var isEnded: Bool { state.withLock { $0.ended } }
+    var ending: Ending? { state.withLock { $0.ending } }
+    var isEnded: Bool { ending != nil }
 
-    /// Ends the stream now (an administrator's `DELETE /streams/{id}`): its end moves to the past and
-    /// the stream is woken, so its engine ends it at its next tick (within a second), after what is
-    /// queued, with `ended` as its last event. A renewal cannot bring it back.
-    func end() {
-        let waker = state.withLock { state in
-            state.ended = true
+    /// The stream's token as far as a revocation reads it (its `sub`, `iat` and `jti`).
+    var token: VerifiedToken {
+        state.withLock { VerifiedToken(subject: subject, expires: $0.expires, grants: grants, issuedAt: $0.issuedAt, id: $0.tokenID) }
+    }
+
+    /// Ends the stream now: its end moves to the past and the stream is woken, so its engine ends it
+    /// at its next tick (within a second), after what is queued, with `ended` or `revoked` as its last
+    /// event. A renewal cannot bring it back.
+    func end(_ ending: Ending = .ended) {
+        let waker = state.withLock { state -> (@Sendable (Bool) -> Void)? in
+            guard state.ending == nil else { return nil }
+            state.ending = ending
             state.expires = Date(timeIntervalSince1970: 0)
             return state.waker
         }
         waker?(false)
     }
 
-    /// Moves the end to `expires` and wakes the stream, whose engine files the new end; false when an
-    /// administrator ended the stream.
+    /// Moves the end to `token`'s `exp` and wakes the stream, whose engine files the new end; false
+    /// when an administrator ended the stream.
     @discardableResult
-    func renew(until expires: Date) -> Bool {
+    func renew(with token: VerifiedToken) -> Bool {
         let waker: (@Sendable (Bool) -> Void)?? = state.withLock { state in
-            guard !state.ended else { return .none }
-            state.expires = expires
+            guard state.ending == nil else { return .none }
+            (state.expires, state.issuedAt, state.tokenID) = (token.expires, token.issuedAt, token.id)
             return .some(state.waker)
         }
         guard let waker else { return false }
@@ -79,10 +97,14 @@ final class StreamLease: Sendable {
     /// One of the lease's events, as SSE: no `id:`, so a client's `Last-Event-ID` stays the last event's.
     func message(_ name: String) -> [UInt8] { SSEEncoder.encode(SSEMessage(id: nil, event: name, data: json.bytes)) }
 
-    /// The last event of a stream an administrator ended: `ended`, `{"stream": id, "reason": …}`.
+    /// The last event of a stream an administrator ended: `ended` or `revoked`, `{"stream": id, "reason": …}`.
     var endedMessage: [UInt8] {
-        let data: JSONValue = ["stream": .string(id), "reason": .string("an administrator ended this stream")]
-        return SSEEncoder.encode(SSEMessage(id: nil, event: "ended", data: data.bytes))
+        let (name, reason) = switch ending {
+        case .revoked(let reason): ("revoked", reason)
+        case .ended, nil: ("ended", "an administrator ended this stream")
+        }
+        let data: JSONValue = ["stream": .string(id), "reason": .string(reason)]
+        return SSEEncoder.encode(SSEMessage(id: nil, event: name, data: data.bytes))
     }
 
     /// What an administrator's list shows of it.
@@ -97,10 +119,10 @@ final class StreamLeases: Sendable {
     private let leases = Lock<[String: StreamLease]>([:])
 
     /// A lease for a new stream, under a fresh id.
-    func open(subject: String?, topics: [String], grants: Grants, expires: Date, client: String = "", opened: Date = Date()) -> StreamLease {
+    func open(token: VerifiedToken, topics: [String], client: String = "", opened: Date = Date()) -> StreamLease {
         var generator = SystemRandomNumberGenerator()
         let id = (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
-        let lease = StreamLease(id: id, subject: subject, topics: topics, grants: grants, expires: expires, client: client, opened: opened)
+        let lease = StreamLease(id: id, token: token, topics: topics, client: client, opened: opened)
         leases.withLock { $0[id] = lease }
         return lease
     }
@@ -114,6 +136,14 @@ final class StreamLeases: Sendable {
     }
 
     var count: Int { leases.withLock { $0.count } }
+
+    /// Ends every stream whose token `revocation` covers, with `revoked` as its last event; how many.
+    @discardableResult
+    func end(coveredBy revocation: Revocation) -> Int {
+        let covered = leases.withLock { $0.values.filter { revocation.covers($0.token) } }
+        for lease in covered { lease.end(.revoked(revocation.reason)) }
+        return covered.count
+    }
 
     /// The open streams in id order, after `after` if given.
     func all(after: String? = nil) -> [StreamLease] {

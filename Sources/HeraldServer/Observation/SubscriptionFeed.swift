@@ -48,8 +48,14 @@ final class SubscriptionFeed: EventFeed, @unchecked Sendable {
         out += lease.isEnded ? lease.endedMessage : lease.message("expired")
     }
 
-    /// An administrator ended it: its end is `ended`, not `token expired`.
-    var ending: StreamSummary.End? { lease?.isEnded == true ? .ended : nil }
+    /// An administrator ended it, or revoked its token: its end is that, not `token expired`.
+    var ending: StreamSummary.End? {
+        switch lease?.ending {
+        case .ended: .ended
+        case .revoked: .revoked
+        case nil: nil
+        }
+    }
 
     func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
         var none: FileRegion?

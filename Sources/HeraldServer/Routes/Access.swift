@@ -16,6 +16,8 @@ struct Access: Sendable {
     }
 
     let verifier: TokenVerifier?
+    /// Tokens an administrator revoked: refused wherever a token is read.
+    let revocations: Revocations
     /// Streams need no token.
     let publicStreams: Bool
     /// Writes per token (its subject) or client address; nil: no limit.
@@ -101,11 +103,17 @@ struct Access: Sendable {
     }
 
     private func verify(_ token: String, with verifier: TokenVerifier) throws -> VerifiedToken {
+        let now = now()
+        let verified: VerifiedToken
         do {
-            return try verifier.verify(token, at: now())
+            verified = try verifier.verify(token, at: now)
         } catch {
             throw Self.unauthorized(error.description, invalid: true)
         }
+        if let revocation = revocations.covering(verified, at: now) {
+            throw Self.unauthorized("the token was revoked: \(revocation.reason)", invalid: true)
+        }
+        return verified
     }
 
     /// 401 with the challenge RFC 6750 §3 asks for; `invalid`: a token came and was refused.

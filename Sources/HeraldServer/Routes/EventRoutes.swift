@@ -51,7 +51,7 @@ struct EventRoutes: Sendable {
                           added: added.union(values.map(\.topic)), values: values, defaults: absent, packedReplay: localizer == nil)
         }
         // A stream with a token is told its id and end (`stream`), and can be renewed before it ends.
-        let lease = token.map { leases.open(subject: $0.subject, topics: topics, grants: $0.grants, expires: $0.expires, client: request.client) }
+        let lease = token.map { leases.open(token: $0, topics: topics, client: request.client) }
         return .eventStream(SubscriptionFeed(subscription, localizer: localizer,
                                              lease: lease, leases: leases, presence: presence.opened(topics, subject: token?.subject)))
     }

@@ -41,7 +41,8 @@ final class RenewalForwarding: Sendable {
             ("renew", .string(id)), ("sub", token.subject.map { .string($0) } ?? .null),
             ("exp", .int(Int64((token.expires.timeIntervalSince1970 * 1_000).rounded()))),
             ("publish", .array(token.grants.publish.map { .string($0) })), ("subscribe", .array(token.grants.subscribe.map { .string($0) })),
-            ("reply", .string(reply)),
+            ("iat", token.issuedAt.map { .int(Int64(($0.timeIntervalSince1970 * 1_000).rounded(.down))) } ?? .null),
+            ("jti", token.id.map { .string($0) } ?? .null), ("reply", .string(reply)),
         ]).bytes
         guard listener.send(String(decoding: message, as: UTF8.self)) else {
             answer(Problem(status: .contentTooLarge, detail: "the token's grants are too long to send to the replica that holds the stream").response)
@@ -88,6 +89,7 @@ final class RenewalForwarding: Sendable {
         let subject = message["sub"]?.stringValue
         guard subject != nil || message["sub"] == .null else { return nil }
         return VerifiedToken(subject: subject, expires: Date(timeIntervalSince1970: Double(milliseconds) / 1_000),
-                             grants: Grants(publish: publish.compactMap(\.stringValue), subscribe: subscribe.compactMap(\.stringValue)))
+                             grants: Grants(publish: publish.compactMap(\.stringValue), subscribe: subscribe.compactMap(\.stringValue)),
+                             issuedAt: message["iat"]?.intValue.map { Date(timeIntervalSince1970: Double($0) / 1_000) }, id: message["jti"]?.stringValue)
     }
 }

@@ -35,7 +35,7 @@ struct Renewals: Sendable {
             throw Problem(status: .forbidden, detail: "a stream opened with a token without sub renews only with a token of the same grants")
         }
         try access.mayWatch(token, lease.topics.map(NamedTopic.init))
-        guard lease.renew(until: token.expires) else {
+        guard lease.renew(with: token) else {
             throw Problem(status: .notFound, detail: "no open stream '\(RequestGuard.printable(lease.id))': an administrator ended it")
         }
     }

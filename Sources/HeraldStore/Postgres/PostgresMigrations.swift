@@ -4,8 +4,17 @@ enum PostgresMigrations {
     static let all = [
         Migration("0001-events-records-auctions", initial), Migration("0002-kept-answers", answers), Migration("0003-revisions", revisions),
         Migration("0004-bid-revisions", bidRevisions), Migration("0005-channel-key", channelKey),
-        Migration("0006-auction-currency", auctionCurrency),
+        Migration("0006-auction-currency", auctionCurrency), Migration("0007-revocations", revocations7),
     ]
+
+    /// An administrator's revocations of tokens (`StoredRevocation`), kept until they run out.
+    static let revocations7 = """
+        CREATE TABLE herald_revocations (
+            key text PRIMARY KEY,
+            issued_before double precision,
+            until double precision NOT NULL
+        );
+        """
 
     /// An auction is priced in a currency. Those from before were shown in dollars.
     static let auctionCurrency = "ALTER TABLE herald_auctions ADD COLUMN currency text NOT NULL DEFAULT 'dollar';"

@@ -55,6 +55,7 @@ extension PostgresStore {
             }
             try connection.query("DELETE FROM herald_answers WHERE at < $1",
                                  [.text(String(Date().timeIntervalSince1970 - KeptAnswer.keptSeconds))])
+            try connection.query("DELETE FROM herald_revocations WHERE until <= $1", [.text(String(Date().timeIntervalSince1970))])
             return UInt64(try connection.text("SELECT min(id) FROM herald_events") ?? "") ?? newest + 1
         }
     }
@@ -68,6 +69,26 @@ extension PostgresStore {
                         headers = excluded.headers, body = excluded.body, at = excluded.at
                     """, [.text(answer.key), .text(answer.fingerprint), .int(Int64(answer.status)), .text(KeptAnswer.encode(answer.headers)),
                           .bytes(answer.body), .text(String(answer.at.timeIntervalSince1970))])]
+            }
+        }
+    }
+
+    public func revoke(_ revocation: StoredRevocation) throws(StoreError) {
+        try use { state throws(StoreError) in
+            try Self.change(&state, event: nil) { _ in
+                [("""
+                    INSERT INTO herald_revocations (key, issued_before, until) VALUES ($1, $2, $3)
+                    ON CONFLICT (key) DO UPDATE SET issued_before = excluded.issued_before, until = excluded.until
+                    """, [.text(revocation.key), revocation.issuedBefore.map { .text(String($0)) } ?? .null, .text(String(revocation.until))])]
+            }
+        }
+    }
+
+    public func revocations(at now: Double) throws(StoreError) -> [StoredRevocation] {
+        try use { state throws(StoreError) -> [StoredRevocation] in
+            try state.connection.query("SELECT key, issued_before, until FROM herald_revocations WHERE until > $1 ORDER BY key",
+                                       [.text(String(now))]).rows.map { row in
+                StoredRevocation(key: row[0] ?? "", issuedBefore: row[1].flatMap(Double.init), until: Double(row[2] ?? "") ?? 0)
             }
         }
     }

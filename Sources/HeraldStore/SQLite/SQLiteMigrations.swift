@@ -6,7 +6,17 @@ enum SQLiteMigrations {
         Migration("0001-events-records", version1), Migration("0002-auctions-bids", version2),
         Migration("0003-kept-answers", version3), Migration("0004-events-without-time-index", version4),
         Migration("0005-sequence-from-events", version5), Migration("0006-auction-currency", version6),
+        Migration("0007-revocations", version7),
     ]
+
+    /// An administrator's revocations of tokens (`StoredRevocation`), kept until they run out.
+    static let version7 = """
+        CREATE TABLE revocations (
+            key TEXT PRIMARY KEY,
+            issued_before REAL,
+            until REAL NOT NULL
+        ) WITHOUT ROWID
+        """
 
     /// An auction is priced in a currency. Those from before were shown in dollars.
     static let version6 = "ALTER TABLE auctions ADD COLUMN currency TEXT NOT NULL DEFAULT 'dollar'"

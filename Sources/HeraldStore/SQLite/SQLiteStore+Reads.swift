@@ -35,6 +35,9 @@ extension SQLiteStore {
                 let answers = try connection.statement("DELETE FROM answers WHERE at < ?")
                 try answers.bind(1, Date().timeIntervalSince1970 - KeptAnswer.keptSeconds)
                 try answers.run()
+                let revocations = try connection.statement("DELETE FROM revocations WHERE until <= ?")
+                try revocations.bind(1, Date().timeIntervalSince1970)
+                try revocations.run()
             }
             return try connection.text("SELECT min(id) FROM events").flatMap { UInt64($0) } ?? newest + 1
         }
@@ -66,6 +69,32 @@ extension SQLiteStore {
                 try insert.bind(6, answer.at.timeIntervalSince1970)
                 try insert.run()
             }
+        }
+    }
+
+    public func revoke(_ revocation: StoredRevocation) throws(StoreError) {
+        try connection.withLock { connection throws(StoreError) in
+            try connection.transaction { [connection] () throws(StoreError) in
+                let insert = try connection.statement("INSERT OR REPLACE INTO revocations (key, issued_before, until) VALUES (?, ?, ?)")
+                try insert.bind(1, revocation.key)
+                try insert.bind(2, revocation.issuedBefore)
+                try insert.bind(3, revocation.until)
+                try insert.run()
+            }
+        }
+    }
+
+    public func revocations(at now: Double) throws(StoreError) -> [StoredRevocation] {
+        try connection.withLock { connection throws(StoreError) -> [StoredRevocation] in
+            let select = try connection.statement("SELECT key, issued_before, until FROM revocations WHERE until > ? ORDER BY key")
+            defer { select.reset() }
+            try select.bind(1, now)
+            var found: [StoredRevocation] = []
+            while try select.step() {
+                found.append(StoredRevocation(key: select.text(0) ?? "", issuedBefore: select.text(1).flatMap(Double.init),
+                                              until: select.double(2)))
+            }
+            return found
         }
     }
 

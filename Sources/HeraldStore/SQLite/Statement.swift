@@ -32,6 +32,10 @@ final class Statement {
         var value = value
         try check(value.withUTF8 { bindInPlace(index, UnsafeRawBufferPointer($0), text: true) }, index)
     }
+    /// A number, or NULL for nil.
+    func bind(_ index: Int32, _ value: Double?) throws(StoreError) {
+        if let value { try bind(index, value) } else { try check(sqlite3_bind_null(raw, index), index) }
+    }
     /// Text, or NULL for nil.
     func bind(_ index: Int32, _ value: String?) throws(StoreError) {
         if let value { try bind(index, value) } else { try check(sqlite3_bind_null(raw, index), index) }

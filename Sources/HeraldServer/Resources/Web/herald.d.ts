@@ -14,7 +14,7 @@ export interface HeraldEvent {
 export interface HeraldStatus {
   /** `eventsource`, `long-poll`, `shared` (another tab holds the stream) or `none`. */
   transport: "eventsource" | "long-poll" | "shared" | "none";
-  connection: "connecting" | "connected" | "reconnecting" | "idle" | "ended";
+  connection: "connecting" | "connected" | "reconnecting" | "idle" | "ended" | "revoked";
   /** Whether this tab holds the browser's one stream. */
   leader: boolean;
 }

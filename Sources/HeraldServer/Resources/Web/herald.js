@@ -13,8 +13,9 @@
 //
 // Tokens: a stream opened with a token is renewed on `token-expiring` (POST /streams/{id}/token)
 // without reconnecting; after `expired` it reconnects with a fresh token. A refused token is reported
-// once to `onError`, never retried in a loop. After `ended` (an administrator ended the stream) it
-// does not reconnect: `connection` is "ended", and `onError` is told why.
+// once to `onError`, never retried in a loop. After `ended` (an administrator ended the stream) or
+// `revoked` (an administrator revoked its token) it does not reconnect: `connection` is "ended" or
+// "revoked", and `onError` is told why.
 //
 // When no event arrives within two heartbeats of opening (a buffering proxy, which may pass the head
 // and hold the body), the leader falls back to long-polling GET /changes, from the last id any tab
@@ -383,7 +384,7 @@ export class Herald {
       // EventSource keeps the last id for events sent without one: Herald's news of the moment has none.
       const event = { id: message.lastEventId && !transient(name, message.data) ? message.lastEventId : null,
                       event: name, data: message.data, to };
-      if (name === "stream" || name === "token-expiring" || name === "expired" || name === "ended") this.tokenEvent(name, safeParse(message.data));
+      if (name === "stream" || name === "token-expiring" || name === "expired" || name === "ended" || name === "revoked") this.tokenEvent(name, safeParse(message.data));
       else this.broadcast(event);
     });
     for (const name of EVENT_NAMES) handle(name);
@@ -413,11 +414,12 @@ export class Herald {
       this.restart();
       return;
     }
-    if (name === "ended") {
-      // An administrator ended the stream: final. No reconnect (EventSource would, on its own).
+    if (name === "ended" || name === "revoked") {
+      // An administrator ended the stream, or revoked its token: final. No reconnect (EventSource
+      // would, on its own, and a revoked token would only be refused).
       this.stopStream();
-      this.setStatus({ connection: "ended" });
-      this.fail(new Error((data && data.reason) || "an administrator ended this stream"));
+      this.setStatus({ connection: name });
+      this.fail(new Error((data && data.reason) || (name === "ended" ? "an administrator ended this stream" : "an administrator revoked this token")));
       return;
     }
     // token-expiring: renew the open stream, which goes on without reconnecting.
@@ -517,7 +519,7 @@ function viewFor(topics, name, data) {
 
 /** Events Herald sends without an id (not kept, not replayed): a tick, presence, the stream's own. */
 function transient(name, data) {
-  if (["tick", "joined", "watchers", "stream", "token-expiring", "expired", "ended"].includes(name)) return true;
+  if (["tick", "joined", "watchers", "stream", "token-expiring", "expired", "ended", "revoked"].includes(name)) return true;
   return name === "left" && typeof data === "string" && data.startsWith('{"topic":"presence/');
 }
 
@@ -531,4 +533,4 @@ function safeParse(text) {
 
 /** Every event name Herald sends on a stream. */
 const EVENT_NAMES = ["ready", "snapshot", "resync", "bid", "tick", "closed", "auction", "currency", "trip", "unit", "removed", "left",
-  "notification", "joined", "watchers", "stream", "token-expiring", "expired", "ended", "message"];
+  "notification", "joined", "watchers", "stream", "token-expiring", "expired", "ended", "revoked", "message"];
