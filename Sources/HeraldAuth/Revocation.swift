@@ -103,6 +103,11 @@ public final class Revocations: Sendable {
         }
     }
 
+    /// Whether `add` would keep `revocation`: its key is kept already, or fewer than `limit` are.
+    public func accepts(_ revocation: Revocation) -> Bool {
+        kept.withLock { $0[revocation.key] != nil || $0.count < Self.limit }
+    }
+
     /// Forgets those that ran out by `now`.
     public func dropExpired(at now: Date) {
         kept.withLock { kept in

@@ -36,7 +36,7 @@ struct Revoking: Sendable {
         _ = try access.administrator(request)
         let now = access.now()
         let revocation = try Self.revocation(try request.json(), now: now)
-        guard revocations.count < Revocations.limit || revocations.all.contains(where: { $0.key == revocation.key }) else {
+        guard revocations.accepts(revocation) else {
             throw Problem(status: .conflict, detail: "Herald keeps at most \(Revocations.limit) revocations; each is dropped at its until, "
                           + "or revoke by time (issuedBefore alone) to cover many at once")
         }
