@@ -308,9 +308,11 @@ import Testing
         let dir = directory()
         defer { removeTemporaryDirectory(dir) }
         _ = try SQLiteStore(directory: dir)
-        // As schema 2 left it: no names, two steps counted, no table of kept answers, no currencies.
+        // As schema 2 left it: no names, two steps counted, no table of kept answers, no currencies,
+        // no revocations.
         try sqlite(dir, "DROP TABLE migrations")
         try sqlite(dir, "DROP TABLE answers")
+        try sqlite(dir, "DROP TABLE revocations")
         try sqlite(dir, "ALTER TABLE auctions DROP COLUMN currency")
         try sqlite(dir, "PRAGMA user_version = 2")
         _ = try SQLiteStore(directory: dir)
