@@ -113,6 +113,10 @@ final class EventStream: @unchecked Sendable {
         self.out = start
     }
 
+    /// A renewal moved the feed's end from the one filed (`deadline`), and the stream is not already
+    /// ending at its token's end: its end must be filed again.
+    var endMoved: Bool { renewable && closingReason != .expired && feed.expires != deadline }
+
     /// Whether bytes wait to be written.
     var hasPending: Bool { sent < out.count || file != nil }
 

@@ -290,6 +290,9 @@ extension StreamEngine {
         let second = elapsed.components.seconds
         for token in loop.owned.expiry.take(through: second) {
             guard let stream = loop.owned.streams[token], stream.deadline != nil else { continue }
+            // A renewal answered before this tick whose wake-up this loop has not yet taken: the end
+            // it moved is filed now, or the stream would end at the end its client just replaced.
+            if stream.endMoved { file(stream, in: loop) }
             if stream.endSecond <= second {
                 stream.closing = max(stream.closing ?? .graceful, .graceful)
                 stream.closingReason = stream.closingReason ?? stream.feed.ending ?? .expired

@@ -49,7 +49,7 @@ extension StreamEngine {
             return
         }
         // A renewal moved the end (and woke the stream): file it again, unless it is ending already.
-        if stream.renewable, stream.closingReason != .expired, stream.feed.expires != stream.deadline { file(stream, in: loop) }
+        if stream.endMoved { file(stream, in: loop) }
         guard !stream.blocked else { return }
         for _ in 0..<4 {
             if stream.hasPending {
