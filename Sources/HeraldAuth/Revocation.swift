@@ -103,6 +103,18 @@ public final class Revocations: Sendable {
         }
     }
 
+    /// Keeps `revocation` if its key is new or it reaches further than the one kept (`add`); the one
+    /// kept when that changed, nil when nothing did (known already, or `limit` kept).
+    public func learn(_ revocation: Revocation) -> Revocation? {
+        kept.withLock { kept -> Revocation? in
+            let known = kept[revocation.key]
+            let merged = known.map { $0.merged(with: revocation) } ?? revocation
+            guard merged != known, known != nil || kept.count < Self.limit else { return nil }
+            kept[revocation.key] = merged
+            return merged
+        }
+    }
+
     /// Whether `add` would keep `revocation`: its key is kept already, or fewer than `limit` are.
     public func accepts(_ revocation: Revocation) -> Bool {
         kept.withLock { $0[revocation.key] != nil || $0.count < Self.limit }

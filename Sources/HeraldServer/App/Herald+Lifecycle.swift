@@ -71,12 +71,15 @@ extension Herald {
             Part(name: "countdowns", start: {}, stop: { auctions.stop() }),
             // With PostgreSQL: other replicas' commits and messages.
             // The replicas' messages: a renewal's, or presence's.
+            // The revocations are read again every few seconds and after each reconnection: a
+            // replica that missed one's message learns of it so.
             Part(name: "replica listener", start: {
-                listener?.start { text in
+                let revocationsRead = PostgresStore.revocationsRead(every: Revoking.rereadEvery) { revoking.refresh($0) }
+                listener?.start(onMessage: { text in
                     guard let message = try? JSONValue.parse(Array(text.utf8)) else { return }
                     if forwarding?.received(message) == true || revoking.received(message) { return }
                     _ = exchange?.received(message)
-                }
+                }, refresh: revocationsRead)
             }, stop: { listener?.stop() }),
             Part(name: "presence exchange", start: { exchange?.start() }, stop: { exchange?.stop() }),
             // Presence's second: its graces, its counts, its exchange with the other replicas, what

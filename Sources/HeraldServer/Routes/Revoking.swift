@@ -25,6 +25,9 @@ struct Revoking: Sendable {
     /// The longest a revocation is kept, and how long by default: `herald token --ttl`'s longest.
     static let longestLife: TimeInterval = 366 * 86_400
 
+    /// How often a replica reads the revocations again, in case it missed one's message.
+    static let rereadEvery: Duration = .seconds(5)
+
     func list(_ request: Request) throws -> Response {
         _ = try access.administrator(request)
         let now = access.now()
@@ -72,6 +75,15 @@ struct Revoking: Sendable {
         guard let body = message["revoke"] else { return false }
         if let revocation = Self.revocation(stored: body) { apply(revocation) }
         return true
+    }
+
+    /// The revocations the store holds, read again (on replicas, every few seconds and after each
+    /// reconnection of the listener): one this Herald did not know, or that reaches further than the
+    /// one it knew, is applied; a message missed does not leave a revoked token working here.
+    func refresh(_ stored: [StoredRevocation]) {
+        for revocation in stored.compactMap(Self.revocation) {
+            if let changed = revocations.learn(revocation) { leases.end(coveredBy: changed) }
+        }
     }
 
     /// `{sub?, jti?, issuedBefore?, until?}`, checked: 422 with every problem at once.

@@ -19,6 +19,13 @@ public final class PostgresListener: Sendable {
         let sql: String
         let run: @Sendable (String) -> Void
     }
+    /// A read the listener makes on its own connection after each (re)connection and then every
+    /// `every` (`PostgresStore.revocationsRead`): what a message sent while a replica's connection was
+    /// down told the others, they learn from the table within `every`.
+    public struct Refresh: Sendable {
+        let every: Duration
+        let read: @Sendable (PostgresConnection) throws(StoreError) -> Void
+    }
     /// Messages to send, on the listener's connection, at its next turn (within `turn` milliseconds).
     private let outbox = Lock<[String]>([])
 
@@ -47,11 +54,13 @@ public final class PostgresListener: Sendable {
     /// notifications it got in one wait, and with nil after each (re)connection (some may have been
     /// missed), and `handler` with each message another replica (or this one) sent; without a handler
     /// it does not listen for messages.
-    public func start(onMessage handler: (@Sendable (String) -> Void)? = nil) {
+    /// `refresh`, if given, is read after each (re)connection and then every `refresh.every`.
+    public func start(onMessage handler: (@Sendable (String) -> Void)? = nil, refresh: Refresh? = nil) {
         guard !stopped.isSet, !started.raise() else { return }
         let (url, channel, listening, heard, outbox, since, seal) = (url, channel, listening, heard, outbox, since, seal)
         let thread = Thread { [stopped, ended] in
             var connection: PostgresConnection?
+            var refreshed = ContinuousClock.now
             while !stopped.isSet {
                 guard let open = connection else {
                     do {
@@ -62,6 +71,8 @@ public final class PostgresListener: Sendable {
                         listening.set(true)
                         if let since, let value = try made.text(since.sql) { since.run(value) }
                         heard(nil)
+                        try refresh?.read(made)
+                        refreshed = .now
                     } catch {
                         listening.set(false)
                         outbox.withLock { $0 = [] }
@@ -80,6 +91,10 @@ public final class PostgresListener: Sendable {
                     for message in outbox.withLock({ outbox in defer { outbox = [] }; return outbox }) {
                         _ = try open.query("SELECT pg_notify($1, $2)",
                                            [.text(Self.messageChannel), .text(seal.sealMessage(message, channel: Self.messageChannel))])
+                    }
+                    if let refresh, refreshed.duration(to: .now) >= refresh.every {
+                        try refresh.read(open)
+                        refreshed = .now
                     }
                 } catch {
                     connection = nil

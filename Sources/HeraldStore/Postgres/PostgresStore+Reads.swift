@@ -85,11 +85,22 @@ extension PostgresStore {
     }
 
     public func revocations(at now: Double) throws(StoreError) -> [StoredRevocation] {
-        try use { state throws(StoreError) -> [StoredRevocation] in
-            try state.connection.query("SELECT key, issued_before, until FROM herald_revocations WHERE until > $1 ORDER BY key",
-                                       [.text(String(now))]).rows.map { row in
-                StoredRevocation(key: row[0] ?? "", issuedBefore: row[1].flatMap(Double.init), until: Double(row[2] ?? "") ?? 0)
-            }
+        try use { state throws(StoreError) -> [StoredRevocation] in try Self.revocations(on: state.connection, at: now) }
+    }
+
+    static func revocations(on connection: PostgresConnection, at now: Double) throws(StoreError) -> [StoredRevocation] {
+        try connection.query("SELECT key, issued_before, until FROM herald_revocations WHERE until > $1 ORDER BY key",
+                             [.text(String(now))]).rows.map { row in
+            StoredRevocation(key: row[0] ?? "", issuedBefore: row[1].flatMap(Double.init), until: Double(row[2] ?? "") ?? 0)
+        }
+    }
+
+    /// The revocations in force, read by the replica listener on its own connection after each
+    /// (re)connection and every `every` (`PostgresListener.Refresh`), for `run`: a replica that missed
+    /// the message of one (its listener or the sender's was reconnecting) learns of it so.
+    public static func revocationsRead(every: Duration, _ run: @escaping @Sendable ([StoredRevocation]) -> Void) -> PostgresListener.Refresh {
+        PostgresListener.Refresh(every: every) { connection throws(StoreError) in
+            run(try revocations(on: connection, at: Date().timeIntervalSince1970))
         }
     }
 
