@@ -16,9 +16,10 @@ public protocol Store: AnyObject, Sendable {
     var location: String { get }
     /// Opens a batch. For a shared store (the batch then holds the store's write lock until it ends),
     /// returns what other Heralds committed since this one last looked; nil when only this Herald
-    /// writes the store.
+    /// writes the store. A shared store whose replicas send news gives what it heard meanwhile to
+    /// `news` (memory follows the store), or reads it back when there is none.
     @discardableResult
-    func beginBatch() throws(StoreError) -> BatchStart?
+    func beginBatch(news: NewsTaker?) throws(StoreError) -> BatchStart?
     func commitBatch() throws(StoreError)
     /// Ends the batch opened by `beginBatch()` without storing any of it.
     func rollbackBatch()
@@ -50,12 +51,10 @@ public protocol Store: AnyObject, Sendable {
     /// Heralds changed since this one last looked. Nil when it cannot tell (then `load` reads all).
     /// A record may be both removed and changed (removed, then made again): apply removals first.
     func missedChanges() throws(StoreError) -> StoredChanges?
-    /// A shared store whose replicas tell each other what they commit: `run` takes in, on the writer,
-    /// the events and changes of revisions other Heralds committed, outside any batch's lock.
-    func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken)
-    /// Outside a batch, on the writer: takes in the news heard so far (`onNews`). Whether memory now
-    /// holds everything the store heard of; false when some of it must be read, with the lock.
-    func takeInNews() -> Bool
+    /// Outside a batch, on the writer: gives `news` the news heard so far (a shared store whose
+    /// replicas tell each other what they commit). Whether memory now holds everything the store
+    /// heard of; false when some of it must be read, with the lock.
+    func takeInNews(_ news: @escaping NewsTaker) -> Bool
     /// Why the store cannot be written now, if it knows (readiness); nil when it can.
     func unwritableReason() -> String?
     /// The bytes the store takes, if it knows (metrics).
@@ -65,12 +64,18 @@ public protocol Store: AnyObject, Sendable {
 extension Store {
     /// Only a shared store has other Heralds' changes to tell.
     public func missedChanges() throws(StoreError) -> StoredChanges? { nil }
-    public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {}
-    public func takeInNews() -> Bool { false }
+    public func takeInNews(_ news: @escaping NewsTaker) -> Bool { false }
+    /// A batch whose memory does not follow other replicas' news (tests, and a store no one shares).
+    @discardableResult
+    public func beginBatch() throws(StoreError) -> BatchStart? { try beginBatch(news: nil) }
     public func tidy() {}
 }
 
-/// What became of news another replica committed (`Store.onNews`).
+/// Takes in, on the writer, the events and changes of revisions other Heralds committed, outside any
+/// batch's lock (`Store.beginBatch(news:)`, `Store.takeInNews`).
+public typealias NewsTaker = @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken
+
+/// What became of news another replica committed (a `NewsTaker`'s answer).
 public enum NewsTaken: Sendable {
     /// Memory took it in, and its events are published.
     case taken

@@ -2,7 +2,9 @@ import Foundation
 @testable import HeraldServer
 @testable import HeraldStore
 import HeraldTestSupport
+import HeraldHTTP
 import HeraldThreads
+import Logging
 import Testing
 
 /// Herald with `--store postgres://…`, one replica, against the throwaway PostgreSQL `scripts/test`
@@ -44,6 +46,22 @@ struct PostgresHeraldTests {
         #expect(try replay.next(2).compactMap { ($0.json["bid"] as? [String: Any])?["bidder"] as? String } == ["ann", "bob"])
         let next = try #require(try client.post("/notifications/ping", #"{}"#).json["id"] as? String)
         #expect(UInt64(next) == (UInt64(lastId) ?? 0) + 1, "the sequence continues, never reused")
+    }
+
+    /// What makes memory follow the shared store is given to the writer when it starts: setting Herald
+    /// up runs one batch, the restore's. (Given by two setters, each ran a batch of its own on the
+    /// thread that set Herald up, each a transaction with PostgreSQL's write lock: three.)
+    @Test func settingUpRunsOneBatchTheRestores() throws {
+        var configuration = HeraldConfiguration()
+        (configuration.http.host, configuration.http.port) = ("127.0.0.1", 0)
+        configuration.postgresURL = try TestPostgres.database()
+        configuration.examples = false
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .warning
+        let herald = try Herald(configuration: configuration, logger: quiet)
+        #expect(herald.journal.writer.statistics.batches == 1, "\(herald.journal.writer.statistics)")
+        try herald.start()
+        herald.stop()
     }
 
     /// The text without what the clock changes: an auction's remaining seconds (a CI run that was slow

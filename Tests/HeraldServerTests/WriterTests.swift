@@ -18,10 +18,10 @@ import Testing
     @Test func beforeItRunsOneThreadAtATimeStandsInForTheWriter() throws {
         let writer = Writer()
         let batches = Lock(0)
-        writer.batches(prepare: { nil }, finish: { batches.withLock { $0 += 1 }; return nil })
+        let steps = Writer.Steps(prepare: { nil }, finish: { batches.withLock { $0 += 1 }; return nil }, tidy: {})
         let inside = Lock((now: 0, most: 0, done: 0))
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            try? writer.perform { () throws(DomainError) in
+            try? writer.perform(batches: steps) { () throws(DomainError) in
                 inside.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
                 usleep(2_000)
                 inside.withLock { $0.now -= 1; $0.done += 1 }
@@ -29,9 +29,9 @@ import Testing
         }
         #expect(inside.withLock { $0.most } == 1, "two threads stood in for the writer at once")
         #expect(inside.withLock { $0.done } == 8 && batches.withLock { $0 } == 8, "each change its own batch")
-        writer.start()
+        writer.start(batches: steps)
         defer { writer.stop() }
-        #expect(try writer.perform { () throws(DomainError) in writer.isCurrentThread } == true, "once it runs, on its thread")
+        #expect(try writer.perform(batches: steps) { () throws(DomainError) in writer.isCurrentThread } == true, "once it runs, on its thread")
     }
 
     @Test func aHundredConcurrentBidsAreAnsweredInPriceOrderAndStoredAsPublished() throws {

@@ -232,7 +232,7 @@ struct PostgresStoreTests {
         try second.commitBatch()
     }
 
-    /// News: a store whose writer takes in other stores' news (`onNews`) gets, from the listener,
+    /// News: a store whose writer takes in other stores' news (a `NewsTaker`) gets, from the listener,
     /// what another store's batch committed (its events, records, removals, auctions and bids), and
     /// takes it in before its next batch asks for the lock: that batch does not begin behind, and
     /// reads nothing back. A batch whose bytes are not text is notified without news, and read back.
@@ -246,7 +246,7 @@ struct PostgresStoreTests {
                           auction: nil, bid: nil)
         _ = try reader.load(eventLimit: 0)
         let taken = Lock<[(events: [StoredEvent], changes: StoredChanges)]>([])
-        reader.onNews { events, changes in
+        let takeIn: NewsTaker = { events, changes in
             taken.withLock { $0.append((events, changes)) }
             return .taken
         }
@@ -265,7 +265,7 @@ struct PostgresStoreTests {
         try writer.commitBatch()
         #expect(eventually(timeout: 30) { heard.withLock { $0 } == 2 }, "the commit is heard")
 
-        #expect(try reader.beginBatch()?.behind == false, "the news was taken in before the batch asked for the lock")
+        #expect(try reader.beginBatch(news: takeIn)?.behind == false, "the news was taken in before the batch asked for the lock")
         #expect(reader.revisionsTakenFromNews == 1)
         #expect(try reader.missedChanges() == nil, "nothing is read back")
         try reader.commitBatch()
@@ -287,7 +287,7 @@ struct PostgresStoreTests {
         try writer.commit(event: event(4), records: [], auction: nil, bid: nil)
         try writer.commitBatch()
         #expect(eventually(timeout: 30) { heard.withLock { $0 } == 3 })
-        #expect(try reader.beginBatch()?.behind == true)
+        #expect(try reader.beginBatch(news: takeIn)?.behind == true)
         #expect(reader.revisionsTakenFromNews == 1, "nothing more was taken from news")
         #expect(try reader.events(after: 3) == [event(4)], "read back, bytes as written")
         try reader.commitBatch()
@@ -303,7 +303,7 @@ struct PostgresStoreTests {
         _ = try third.load(eventLimit: 0)
         let began = Atomic<Bool>(false)
         let taken = Lock<[(ids: [UInt64], waiting: Bool)]>([])
-        third.onNews { events, _ in
+        let news: NewsTaker = { events, _ in
             taken.withLock { $0.append((events.map(\.id), !began.load(ordering: .relaxed))) }
             return .taken
         }
@@ -330,7 +330,7 @@ struct PostgresStoreTests {
         let thirdStart = Lock<BatchStart?>(nil)
         let thirdDone = DispatchSemaphore(value: 0)
         Thread {
-            let start = try? third.beginBatch()
+            let start = try? third.beginBatch(news: news)
             began.store(true, ordering: .relaxed)
             thirdStart.withLock { $0 = start }
             _ = try? third.commit(event: textEvent(3), records: [], auction: nil, bid: nil)
@@ -362,7 +362,7 @@ struct PostgresStoreTests {
         let url = try TestPostgres.database()
         let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
         _ = try reader.load(eventLimit: 0)
-        reader.onNews { _, _ in .taken }
+        let news: NewsTaker = { _, _ in .taken }
         try writer.beginBatch()
         try writer.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
         try writer.commitBatch()
@@ -372,7 +372,7 @@ struct PostgresStoreTests {
         listener.start()
         defer { listener.stop() }
         #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 })
-        #expect(try reader.beginBatch()?.behind == true)
+        #expect(try reader.beginBatch(news: news)?.behind == true)
         // Read in the lock's round trip: a batch that reads this way never waits for news.
         #expect(reader.prefetchedBatches == 1, "it read what it missed with its lock, without waiting for news")
         #expect(try reader.events(after: 0) == [textEvent(1)])
@@ -383,7 +383,7 @@ struct PostgresStoreTests {
         try writer.commit(event: textEvent(2), records: [], auction: nil, bid: nil)
         try writer.commitBatch()
         #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 2 })
-        #expect(try reader.beginBatch()?.behind == false, "what followed came as news")
+        #expect(try reader.beginBatch(news: news)?.behind == false, "what followed came as news")
         #expect(reader.revisionsTakenFromNews == 1)
         #expect(reader.prefetchedBatches == 1)
         try reader.commitBatch()
@@ -396,7 +396,7 @@ struct PostgresStoreTests {
         // Any use of the queue is above the writer's limit.
         let (writer, reader) = (try PostgresStore(url: url, newsQueueLimit: -1), try PostgresStore(url: url))
         _ = try reader.load(eventLimit: 0)
-        reader.onNews { _, _ in .taken }
+        let news: NewsTaker = { _, _ in .taken }
         let heard = Lock(0)
         let listener = reader.listen { heard.withLock { $0 += 1 } }
         listener.start()
@@ -408,7 +408,7 @@ struct PostgresStoreTests {
         try writer.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
         try writer.commitBatch()
         #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 2 })
-        #expect(try reader.beginBatch()?.behind == true, "no news came: the revision alone")
+        #expect(try reader.beginBatch(news: news)?.behind == true, "no news came: the revision alone")
         #expect(try reader.events(after: 0) == [textEvent(1)], "read back")
         try reader.commitBatch()
         #expect(reader.revisionsTakenFromNews == 0)

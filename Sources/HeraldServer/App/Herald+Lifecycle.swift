@@ -46,7 +46,7 @@ extension Herald {
     var parts: [Part] {
         let (configuration, server, metricsServer, journal, hub, auctions) = (configuration, server, metricsServer, journal, hub, auctions)
         let (listener, exchange, forwarding, revoking, presence, pruning, logger) = (listener, presenceExchange, forwarding, revoking, presence, pruning, logger)
-        let revocations = revocations
+        let (revocations, follower) = (revocations, follower)
         return [
             // Its lines go out within 200 ms; stopped, it writes what is pending.
             Part(name: "access log", start: { configuration.accessLines?.start() }, stop: { configuration.accessLines?.stop() }),
@@ -62,7 +62,7 @@ extension Herald {
                                                             "http.port": "\(metricsServer.port)"])
             }, stop: { metricsServer?.stop(grace: .zero) }),
             // Changes asked for since the HTTP listener started wait in its queue until now.
-            Part(name: "writer", start: { journal.start() }, stop: {
+            Part(name: "writer", start: { journal.start(following: follower) }, stop: {
                 journal.writer.stop()
                 let written = journal.writer.statistics
                 logger.info("writer stopped", metadata: ["writer.changes": "\(written.changes)", "writer.batches": "\(written.batches)"])
@@ -136,7 +136,7 @@ extension Herald {
     /// Returns once every change queued before the call has run (a timer's firing is queued on the
     /// writer, not waited for); at once after `stop`.
     public func settle() {
-        _ = try? journal.writer.perform {}
+        _ = try? journal.performAndWait {}
     }
 
     public func stop() {

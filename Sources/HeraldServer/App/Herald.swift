@@ -41,6 +41,8 @@ public final class Herald: Sendable {
     /// Tokens an administrator revoked, and how a revocation is made, kept and sent to the replicas.
     let revocations: Revocations
     let revoking: Revoking
+    /// What makes memory follow a shared store, given to the writer when it starts.
+    let follower: Journal.Follower?
     /// Who watches each topic (`presence/T`), and, on replicas, its exchange with the others.
     let presence: Presence
     let presenceExchange: PresenceExchange?
@@ -92,12 +94,12 @@ public final class Herald: Sendable {
         let subjects = Subjects(clock: clock, sink: journal)
         (self.hub, self.journal, self.subjects) = (hub, journal, subjects)
         do {
-            try Self.restore(subjects, from: stored, store: store, examples: configuration.examples, on: journal.writer)
+            try Self.restore(subjects, from: stored, store: store, examples: configuration.examples, on: journal)
         } catch {
             journal.writer.stop()
             throw error
         }
-        if let store { subjects.follow(store, journal: journal, logger: logger) }
+        follower = store.flatMap { subjects.follower(of: $0, logger: logger) }
         listener = (store as? PostgresStore)?.listen { [weak journal] in journal?.wake() }
         pruning = store.map { Pruning(store: $0, hub: hub, journal: journal, configuration: configuration, clock: clock, logger: logger) }
 
@@ -162,9 +164,9 @@ public final class Herald: Sendable {
     /// batch. A replica reads the store again there, under the store's write lock: another may have
     /// committed since `stored` was read (its examples, when all start at once).
     private static func restore(_ subjects: Subjects, from stored: StoredState, store: (any Store)?, examples: Bool,
-                                on writer: Writer) throws {
+                                on journal: Journal) throws {
         let restored = try DomainSnapshot(stored)
-        try writer.perform { () throws(DomainError) in
+        try journal.performAndWait { () throws(DomainError) in
             var (current, snapshot) = (stored, restored)
             if let store, store.isShared {
                 do throws(StoreError) {

@@ -3,14 +3,15 @@ import HeraldStore
 import Logging
 
 extension Subjects {
-    /// Makes memory follow a shared store: memory takes in what the other replicas committed before
-    /// each batch that finds the store moved (the listener wakes the writer when one commits). A batch
-    /// the store could not commit needs nothing here: memory takes a batch only once it is durable.
-    func follow(_ store: any Store, journal: Journal, logger: Logger) {
-        guard store.isShared else { return }
-        // Weak: the journal keeps these closures, and the subjects keep the journal (their sink).
+    /// What makes memory follow a shared store (nil for one no one shares), given to the journal's
+    /// start: memory takes in what the other replicas committed before each batch that finds the store
+    /// moved (the listener wakes the writer when one commits). A batch the store could not commit needs
+    /// nothing here: memory takes a batch only once it is durable.
+    func follower(of store: any Store, logger: Logger) -> Journal.Follower? {
+        guard store.isShared else { return nil }
+        // Weak: the journal's writer keeps these closures, and the subjects keep the journal (their sink).
         let weakly = WeakSubjects(self)
-        journal.onCatchUp {
+        let catchUp = { @Sendable () -> Bool in
             guard let subjects = weakly.subjects else { return true }
             do {
                 // Only what the others changed, when the store can tell and the bids add up; else
@@ -28,7 +29,7 @@ extension Subjects {
         }
         // What the other replicas' news carries, merged while a batch begins or waits for the lock (the
         // bids must add up, and no auction may close in it: else it is read back under the lock).
-        journal.onMerge { changes in
+        let merge = { @Sendable (changes: StoredChanges) -> Bool in
             guard let subjects = weakly.subjects else { return false }
             do {
                 return try subjects.merge(changes)
@@ -37,6 +38,7 @@ extension Subjects {
                 return false
             }
         }
+        return Journal.Follower(catchUp: catchUp, merge: merge)
     }
 }
 

@@ -9,30 +9,27 @@ import Synchronization
 
 // What other replicas committed, taken in: from their news between batches, or under the store's lock.
 extension Journal {
-    /// Sets what brings memory up to date with a shared store before a batch.
-    func onCatchUp(_ run: @escaping @Sendable () -> Bool) {
-        onWriter { $0.catchUp = Reload(run: run) }
+    /// What takes in other replicas' news on the writer (`takeIn`), once memory follows the store
+    /// (`start(following:)`); nil before, when a batch reads what it missed instead.
+    var newsTaker: NewsTaker? {
+        guard let merge = state.withValue({ $0.follower?.merge }) else { return nil }
+        return { [weak self] events, changes in self?.takeIn(events, changes, merge: merge) ?? .declined }
     }
 
-    /// Sets what merges other Heralds' news into memory (a shared store whose replicas send news).
-    func onMerge(_ run: @escaping @Sendable (StoredChanges) -> Bool) {
-        onWriter { $0.merge = Merge(run: run) }
-        store?.onNews { [weak self] events, changes in self?.takeIn(events, changes) ?? .declined }
-    }
-
-    /// Takes in, on the writer while a batch begins (before it asks for the store's lock, and while it
-    /// waits for it), what other Heralds committed, from their news (`Store.onNews`): memory merges their changes and their events are published with their ids,
-    /// as a batch that caught up under the lock would. Declined, and left to be read under the lock,
-    /// when an auction in it would close on the spot (its countdown ran out meanwhile): its `closed`
-    /// event takes the next id, which only a batch that holds the lock may give.
-    func takeIn(_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken {
+    /// Takes in, on the writer between batches or while a batch begins (before it asks for the
+    /// store's lock, and while it waits for it), what other Heralds committed, from their news
+    /// (`newsTaker`): memory merges their changes and their events are published with their ids, as a
+    /// batch that caught up under the lock would. Declined, and left to be read under the lock, when
+    /// an auction in it would close on the spot (its countdown ran out meanwhile): its `closed` event
+    /// takes the next id, which only a batch that holds the lock may give.
+    func takeIn(_ events: [StoredEvent], _ changes: StoredChanges, merge: @Sendable (StoredChanges) -> Bool) -> NewsTaken {
         let closing = clock.now.addingTimeInterval(1)
         for auction in changes.changed.auctions where auction.status == Auction.Status.open.rawValue {
             if let deadline = auction.deadline.flatMap(Timestamp.parse), deadline <= closing { return .declined }
         }
-        guard let merge = state.withValue({ $0.preparing ? $0.merge : nil }) else { return .declined }
+        guard state.withValue({ $0.preparing }) else { return .declined }
         let taken = visibility.write { () -> Bool in
-            guard merge.run(changes) else { return false }
+            guard merge(changes) else { return false }
             let last = state.withValue { $0.sequence }
             for event in events where event.id > last {
                 apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
@@ -57,9 +54,9 @@ extension Journal {
 
     func takeInBetweenBatches() {
         wakeQueued.store(false, ordering: .relaxed)
-        guard let store else { return }
+        guard let store, let newsTaker else { return }
         state.withValue { $0.preparing = true }
-        let caughtUp = store.takeInNews()
+        let caughtUp = store.takeInNews(newsTaker)
         state.withValue { $0.preparing = false }
         guard !caughtUp, !wakeQueued.exchange(true, ordering: .relaxed) else { return }
         // A batch that takes the lock reads what has no news (it begins caught up with all the rest).

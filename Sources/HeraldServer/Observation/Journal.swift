@@ -47,13 +47,15 @@ final class Journal: ChangeSink {
         let run: @Sendable (_ durable: Bool) -> Void
     }
 
-    /// A closure kept in a struct (see `Lock`). It returns whether memory was restored.
-    struct Reload: Sendable {
-        let run: @Sendable () -> Bool
-    }
-
-    struct Merge: Sendable {
-        let run: @Sendable (StoredChanges) -> Bool
+    /// What makes memory follow a shared store (`Subjects.follower`), given to `start`: the subjects
+    /// are made with the journal as their sink, so they cannot be given to its initializer.
+    struct Follower: Sendable {
+        /// Makes memory equal to the store after other Heralds committed (restores it as at start,
+        /// or merges what changed); whether it could.
+        let catchUp: @Sendable () -> Bool
+        /// Merges into memory what other Heralds committed, from their news; false when memory could
+        /// not take all of it.
+        let merge: @Sendable (StoredChanges) -> Bool
     }
 
     /// Told of each event published, by name (metrics).
@@ -67,12 +69,10 @@ final class Journal: ChangeSink {
         /// Answers kept for `Idempotency-Key` retries when there is no store: the newest 10,000.
         var kept: [String: KeptAnswer] = [:]
         var keptOrder: [String] = []
-        /// What makes memory equal to the store after other Heralds committed (a shared store):
-        /// restores it as at start. Returns whether it could.
-        var catchUp: Reload?
-        /// What merges into memory what other Heralds committed, from their news; false when memory
-        /// could not take all of it.
-        var merge: Merge?
+        /// What makes memory follow a shared store, from the writer's start (`start(following:)`).
+        /// Before it (the batches that restore the store at start, which read it themselves), a batch
+        /// that finds the store moved only publishes the events it missed.
+        var follower: Follower?
         /// While a batch begins (`prepareBatch`): news may be taken in only then, between changes,
         /// never while a change runs.
         var preparing = false
@@ -124,7 +124,19 @@ final class Journal: ChangeSink {
     /// (setting up).
     func onWriter(_ change: @escaping @Sendable (inout State) -> Void) {
         let state = state
-        _ = try? writer.perform { state.withValue(change) }
+        _ = try? performAndWait { state.withValue(change) }
+    }
+
+    /// How the writer's batches begin and end: with this journal's transaction, its publishing and
+    /// its store's upkeep.
+    var batches: Writer.Steps {
+        Writer.Steps(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() },
+                     tidy: { [weak self] in self?.store?.tidy() })
+    }
+
+    /// Runs `work` on the writer and waits until its batch is finished (`Writer.perform`).
+    func performAndWait<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
+        try writer.perform(batches: batches, work)
     }
 
     /// - Parameters:
@@ -142,12 +154,14 @@ final class Journal: ChangeSink {
         for kind in CollectionKind.allCases {
             hub.declareCollection(kind.topic, arrayName: kind.arrayName, itemName: kind.itemEvent)
         }
-        writer.batches(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() },
-                       tidy: { [weak self] in self?.store?.tidy() })
     }
 
-    /// Starts the writer's thread. Until then, the thread that sets Herald up stands in for it.
-    func start() { writer.start() }
+    /// Starts the writer's thread; memory follows a shared store from its first batch on with
+    /// `follower`. Until then, the thread that sets Herald up stands in for it.
+    func start(following follower: Follower? = nil) {
+        let state = state
+        writer.start(batches: batches) { state.withValue { $0.follower = follower } }
+    }
 
     func publish(_ event: DomainEvent) throws(DomainError) { _ = try post(Self.entry(for: event, at: clock.now)) }
 
@@ -190,7 +204,7 @@ final class Journal: ChangeSink {
     }
 
     func perform(_ work: @escaping @Sendable () -> Void) {
-        writer.queue(work)
+        writer.queue(batches: batches, work)
     }
 
     /// The domain's memory takes a batch's changes once it is durable (`finishBatch`), so that no
@@ -209,7 +223,7 @@ final class Journal: ChangeSink {
         do throws(StoreError) {
             state.withValue { $0.preparing = true }
             defer { state.withValue { $0.preparing = false } }
-            let start = try store.beginBatch()
+            let start = try store.beginBatch(news: newsTaker)
             let last = state.withValue { $0.sequence }
             guard let start, start.behind || start.committed != last else {
                 state.withValue { $0.batch.sequenceBefore = last }
@@ -218,13 +232,13 @@ final class Journal: ChangeSink {
             let committed = max(start.committed, last)
             let missed = try store.events(after: last)
             // Before restoring: an auction that restoring closes takes the next id after theirs.
-            let catchUp = state.withValue { state in
+            let follower = state.withValue { state in
                 state.sequence = committed
                 state.batch.sequenceBefore = committed
-                return state.catchUp
+                return state.follower
             }
             let caughtUp = visibility.write { () -> Bool in
-                guard catchUp?.run() ?? true else { return false }
+                guard follower?.catchUp() ?? true else { return false }
                 for event in missed {
                     apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
                                  updates: [], data: event.data))

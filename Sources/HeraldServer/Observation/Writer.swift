@@ -70,22 +70,16 @@ final class Writer: Sendable {
         self.recorder = recorder
     }
 
-    /// How each batch begins and ends (the journal's): kept in a struct for the reason `Lock` gives.
-    private struct Steps: Sendable {
+    /// How each batch begins and ends: the journal's (`Journal.batches`), given to `start` for the
+    /// thread's batches and to `perform` for a batch run by a stand-in before it. `prepare` runs before
+    /// each batch: when it returns a refusal, the batch's changes get it without running. `finish` ends
+    /// each batch: it makes the batch durable and publishes it, and returns why it could not, if it
+    /// could not. `tidy` runs after the batch's clients are answered: the store's upkeep, which they
+    /// need not wait for.
+    struct Steps: Sendable {
         let prepare: @Sendable () -> DomainError?
         let finish: @Sendable () -> DomainError?
         let tidy: @Sendable () -> Void
-    }
-
-    private let steps = Lock(Steps(prepare: { nil }, finish: { nil }, tidy: {}))
-
-    /// Sets how each batch begins and ends, before the first change. `prepare` runs before each batch:
-    /// when it returns a refusal, the batch's changes get it without running. `finish` ends each batch:
-    /// it makes the batch durable and publishes it, and returns why it could not, if it could not.
-    /// `tidy` runs after the batch's clients are answered: the store's upkeep, which they need not wait for.
-    func batches(prepare: @escaping @Sendable () -> DomainError?, finish: @escaping @Sendable () -> DomainError?,
-                 tidy: @escaping @Sendable () -> Void = {}) {
-        steps.withLock { $0 = Steps(prepare: prepare, finish: finish, tidy: tidy) }
     }
 
     /// Whether the writer refuses changes (it is stopping or stopped).
@@ -105,8 +99,9 @@ final class Writer: Sendable {
     /// writer runs), and none once the thread runs.
     private let standingIn = CriticalSection()
 
-    /// Starts the thread. Changes queued before run in its first batch.
-    func start() {
+    /// Starts the thread, whose batches begin and end with `steps` (kept by the thread, and let go
+    /// when it ends). `first` runs on it before its first batch. Changes queued before run in that batch.
+    func start(batches steps: Steps, first: @escaping @Sendable () -> Void = {}) {
         guard standingIn.run({
             state.withLock { state in
                 defer { state.started = true }
@@ -116,8 +111,9 @@ final class Writer: Sendable {
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             self.thread.bindToCurrentThread()
+            first()
             ready.signal()
-            run()
+            run(steps)
         }
         thread.name = "herald-writer"
         thread.start()
@@ -163,30 +159,31 @@ final class Writer: Sendable {
         if accepted { wake.signal() }
     }
 
-    /// Runs `work` on the writer and waits until its batch is finished. On the writer's own thread
-    /// (a change that makes another) it runs at once, in the current batch. Before `start`, the thread
-    /// that sets Herald up (restoring the store, the examples) stands in for the writer: `work` runs
-    /// on it at once, as a batch of its own.
     /// Runs `work` on the writer after what was asked for before it, without waiting for it: at once
     /// on the writer, in place before the writer starts (the thread that sets Herald up stands in),
     /// else queued. A timer's firing comes this way, so the timers' thread never waits for a batch,
     /// its commit or its sync. Dropped once the writer has stopped.
-    func queue(_ work: @escaping @Sendable () -> Void) {
+    func queue(batches steps: Steps, _ work: @escaping @Sendable () -> Void) {
         if isCurrentThread || !state.withLock({ $0.started }) {
-            _ = try? perform { work() }
+            _ = try? perform(batches: steps) { work() }
             return
         }
         submit({ () throws(DomainError) in work() }, done: { _ in })
     }
 
-    func perform<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
+    /// Runs `work` on the writer and waits until its batch is finished. On the writer's own thread
+    /// (a change that makes another) it runs at once, in the current batch. Before `start`, the thread
+    /// that sets Herald up (restoring the store, the examples) stands in for the writer: `work` runs
+    /// on it at once, as a batch of its own.
+    /// `steps` begin and end the batch a stand-in runs; the thread's own are those `start` was given.
+    func perform<T: Sendable>(batches steps: Steps, _ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
         if isCurrentThread { return try work() }
         let early = try standingIn.run { () throws(DomainError) -> Result<T, DomainError>? in
             guard !state.withLock({ $0.started }) else { return nil }
             return thread.standIn { () -> Result<T, DomainError>? in
                 let outcome = Lock<Result<T, DomainError>?>(nil)
                 let command = command(work) { result in outcome.withLock { $0 = result } }
-                runBatch { [command] }
+                runBatch(steps) { [command] }
                 return outcome.withLock { $0 }
             } ?? .failure(DomainError(.failed, "the change was not answered"))
         }
@@ -213,7 +210,7 @@ final class Writer: Sendable {
         finished.wait()
     }
 
-    private func run() {
+    private func run(_ steps: Steps) {
         while true {
             let (waiting, stopped, jobs) = state.withLock { state in
                 defer { state.between = [] }
@@ -226,7 +223,7 @@ final class Writer: Sendable {
                 wake.wait()
                 continue
             }
-            runBatch { takeQueue() }
+            runBatch(steps) { takeQueue() }
         }
         finished.signal()
     }
@@ -248,8 +245,7 @@ final class Writer: Sendable {
     /// Begins a batch, then takes its changes (`take`): while the batch waits for a shared store's write
     /// lock (other replicas' batches), the changes that arrive join it. Runs them in order, finishes the
     /// batch, then answers them; or refuses them all without running when the batch could not begin.
-    private func runBatch(taking take: () -> [Command]) {
-        let steps = steps.withLock { $0 }
+    private func runBatch(_ steps: Steps, taking take: () -> [Command]) {
         let refusal = steps.prepare()
         var batch = take()
         var answers = state.withLock { state in

@@ -20,10 +20,11 @@ extension PostgresStore {
     /// changes are then pipelined (sent without waiting for their answers), and its commit waits once
     /// for all of them.
     @discardableResult
-    public func beginBatch() throws(StoreError) -> BatchStart? {
+    public func beginBatch(news: NewsTaker?) throws(StoreError) -> BatchStart? {
         try use { state throws(StoreError) -> BatchStart? in
             let connection = state.connection
-            takeInNews(&state)
+            let takesNews = news != nil
+            takeInNews(&state, news)
             try connection.enterPipeline()
             let asked = Self.nanoseconds()
             do throws(StoreError) {
@@ -51,7 +52,7 @@ extension PostgresStore {
                     try connection.send("SELECT pg_notification_queue_usage()")
                 }
                 // While it waits for the lock, news of the commits before it is taken in as it comes.
-                let answers = try connection.flush(wake: newsWake) { takeInNews(&state) }
+                let answers = try connection.flush(wake: newsWake) { takeInNews(&state, news) }
                 let granted = Self.nanoseconds()
                 state.lock = (granted - asked, granted)
                 if readingQueue, let usage = answers.last?.rows.first?[0].flatMap({ Double($0) }) {
@@ -60,7 +61,7 @@ extension PostgresStore {
                 let row = answers[2].rows.first
                 let committed = UInt64(row?[0] ?? "") ?? 0
                 let revision = Int64(row?[1] ?? "") ?? 0
-                if revision > state.seenRevision, takesNews, prefetching == nil { awaitNews(through: revision, &state) }
+                if revision > state.seenRevision, let news, prefetching == nil { awaitNews(through: revision, &state, news) }
                 let behind = revision != state.seenRevision
                 state.missedSince = behind ? state.seenRevision : -1
                 state.prefetched = nil

@@ -5,10 +5,6 @@ import Synchronization
 
 // Other replicas' news: heard by the listener, assembled, and taken in by the writer without the lock.
 extension PostgresStore {
-    public func onNews(_ run: @escaping @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken) {
-        takeIn.withLock { $0 = TakeIn(run: run) }
-    }
-
     func signalNews() { cepoll_eventfd_signal(newsWake) }
 
     /// Puts the parts of news in the payloads' headers (`CommitNews.header`) together (on the
@@ -52,10 +48,10 @@ extension PostgresStore {
     /// With the lock, behind `revision`: takes in the news of the revisions missed, waiting for it up
     /// to `newsWait` milliseconds, unless some of it is known not to come. Whatever is still missing
     /// after it is read.
-    func awaitNews(through revision: Int64, _ state: inout State) {
+    func awaitNews(through revision: Int64, _ state: inout State, _ news: @escaping NewsTaker) {
         let deadline = Self.milliseconds() + Int64(Self.newsWait)
         while true {
-            guard takeInNews(&state) != .declined, state.seenRevision >= 0, state.seenRevision < revision,
+            guard takeInNews(&state, news) != .declined, state.seenRevision >= 0, state.seenRevision < revision,
                   heardNews.withLock({ $0.missedBefore }) <= state.seenRevision else { return }
             let left = deadline - Self.milliseconds()
             guard left > 0 else { return }
@@ -64,23 +60,20 @@ extension PostgresStore {
         }
     }
 
-    public func takeInNews() -> Bool {
+    public func takeInNews(_ news: @escaping NewsTaker) -> Bool {
         let caughtUp = try? use { state throws(StoreError) -> Bool in
-            guard !state.inBatch, takesNews, takeInNews(&state) != .failed, state.seenRevision >= 0 else { return false }
+            guard !state.inBatch, takeInNews(&state, news) != .failed, state.seenRevision >= 0 else { return false }
             let heard = heardNews.withLock { ($0.newest, $0.missedBefore) }
             return heard.0 <= state.seenRevision && heard.1 <= state.seenRevision
         }
         return caughtUp ?? false
     }
 
-    /// Whether this store's writer takes in news (then a batch waits for news instead of reading).
-    var takesNews: Bool { takeIn.withLock { $0 } != nil }
-
     /// Takes in, on the writer, the news of every revision after the one seen, as far as it is whole
     /// and unbroken; the state then has seen them. Declined news is left to be read back.
     @discardableResult
-    func takeInNews(_ state: inout State) -> NewsTaken? {
-        guard state.seenRevision >= 0, let takeIn = takeIn.withLock({ $0 }) else { return nil }
+    func takeInNews(_ state: inout State, _ take: NewsTaker?) -> NewsTaken? {
+        guard state.seenRevision >= 0, let take else { return nil }
         let seenRevision = state.seenRevision
         let news = heardNews.withLock { heard -> CommitNews? in
             heard.whole = heard.whole.filter { $0.key > seenRevision }
@@ -94,7 +87,7 @@ extension PostgresStore {
             return joined
         }
         guard let news else { return nil }
-        let taken = takeIn.run(news.events, news.changes)
+        let taken = take(news.events, news.changes)
         switch taken {
         case .taken:
             newsTakenIn.add(Int(news.revision - seenRevision), ordering: .relaxed)

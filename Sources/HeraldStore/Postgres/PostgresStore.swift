@@ -81,11 +81,6 @@ public final class PostgresStore: Store {
     let heardNews = Lock(Heard())
     /// Signalled when news is whole: wakes a batch that waits for the lock, to take it in meanwhile.
     let newsWake: Int32 = cepoll_eventfd()
-    /// Runs on the writer: takes news into memory (`onNews`).
-    let takeIn = Lock<TakeIn?>(nil)
-    struct TakeIn: Sendable {
-        let run: @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken
-    }
     /// The revisions taken in from news, not read back (tests tell the two ways apart by it).
     let newsTakenIn = Atomic<Int>(0)
     var revisionsTakenFromNews: Int { newsTakenIn.load(ordering: .relaxed) }

@@ -87,7 +87,7 @@ public final class SQLiteStore: Store {
     /// the whole batch is what makes a batch cheaper than its changes one by one.
     /// Only this Herald writes the file (it holds the directory's lock): nothing to return.
     @discardableResult
-    public func beginBatch() throws(StoreError) -> BatchStart? {
+    public func beginBatch(news: NewsTaker?) throws(StoreError) -> BatchStart? {
         try connection.withLock { connection throws(StoreError) in try connection.beginBatch() }
         return nil
     }
