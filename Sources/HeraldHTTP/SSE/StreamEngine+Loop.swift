@@ -79,6 +79,23 @@ extension StreamEngine {
         func wakeNow() { cepoll_eventfd_signal(wakeup) }
     }
 
+    /// What a loop keeps from one pass to the next: epoll's answer buffers, a scratch buffer for reads,
+    /// the heartbeat schedule and the time of the next once-a-second tick.
+    struct Pass {
+        var tokens = [UInt64](repeating: 0, count: 512)
+        var events = [UInt32](repeating: 0, count: 512)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+        var heartbeats: HeartbeatSchedule?
+        var nextTick: Duration
+
+        init(heartbeat: Duration?, at now: Duration) {
+            heartbeats = heartbeat.map { HeartbeatSchedule(every: $0, from: now) }
+            nextTick = now + .seconds(1)
+        }
+
+        func deallocate() { scratch.deallocate() }
+    }
+
     func run(_ loop: Loop, heartbeat: Duration?, duties: Duties) {
         loop.thread.bindToCurrentThread()
         // `sendfile` (a packed replay) has no MSG_NOSIGNAL: to a client that left, it raises SIGPIPE on
@@ -98,77 +115,86 @@ extension StreamEngine {
         // kernel still lets a running loop finish its slice before a woken thread runs: the loop also
         // lets its core go every `yieldEvery` of work (`pause`), which took the p99 the rest of the way.
         _ = clinux_lower_this_thread(Self.loopNiceSteps)
+        loop.owned.duties = duties
+        var pass = Pass(heartbeat: heartbeat, at: elapsed)
+        defer { pass.deallocate() }
+        while !stopped.load(ordering: .acquiring), runPass(loop, &pass, waiting: true) {}
+        finish(loop)
+    }
+
+    /// One pass of `loop`: waits for its sockets, its wake-up or its next heartbeat (at most a second;
+    /// not at all unless `waiting`), then handles what came, runs its fan-out, takes its inbox, writes
+    /// its ready streams, sends the heartbeats due and, once a second, ends expired streams and runs
+    /// the once-a-second duties. False when epoll failed (the loop then ends).
+    func runPass(_ loop: Loop, _ pass: inout Pass, waiting: Bool) -> Bool {
         let owned = loop.owned
-        owned.duties = duties
-        var tokens = [UInt64](repeating: 0, count: 512)
-        var events = [UInt32](repeating: 0, count: 512)
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
-        defer { scratch.deallocate() }
-        var heartbeats = heartbeat.map { HeartbeatSchedule(every: $0, from: elapsed) }
-        var nextTick = elapsed + .seconds(1)
-        while !stopped.load(ordering: .acquiring) {
-            // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
-            // be sent (its client stopped reading) delays delivery by a second at most.
-            var timeout: Int32 = 1000
-            if !owned.ready.isEmpty || !owned.woken.isEmpty || !loop.inbox.withLock({ $0.isEmpty }) {
-                timeout = 0
-            } else if let left = heartbeats?.wait(at: elapsed) {
-                timeout = left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+        // At least once a second, so that a wake-up deferred by a request thread whose answer cannot
+        // be sent (its client stopped reading) delays delivery by a second at most.
+        var timeout: Int32 = 1000
+        if !waiting || !owned.ready.isEmpty || !owned.woken.isEmpty || !loop.inbox.withLock({ $0.isEmpty }) {
+            timeout = 0
+        } else if let left = pass.heartbeats?.wait(at: elapsed) {
+            timeout = left <= .zero ? 0 : Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+        }
+        let count = pass.tokens.withUnsafeMutableBufferPointer { tokens in
+            pass.events.withUnsafeMutableBufferPointer { cepoll_wait(loop.epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }
+        }
+        if count < 0, errno != EINTR { return false }
+        for index in 0..<max(Int(count), 0) {
+            if pass.tokens[index] == 0 {
+                cepoll_eventfd_drain(loop.wakeup)
+                continue
             }
-            let count = tokens.withUnsafeMutableBufferPointer { tokens in
-                events.withUnsafeMutableBufferPointer { cepoll_wait(loop.epoll, tokens.baseAddress, $0.baseAddress, 512, timeout) }
-            }
-            if count < 0, errno != EINTR { break }
-            for index in 0..<max(Int(count), 0) {
-                if tokens[index] == 0 {
-                    cepoll_eventfd_drain(loop.wakeup)
-                    continue
-                }
-                guard let stream = owned.streams[tokens[index]] else { continue }
-                handle(events[index], on: stream, in: loop, scratch: scratch)
-            }
-            loop.signaled.store(false, ordering: .releasing)
-            var yielded = ContinuousClock.now
-            takeFanOut(loop, yielded: &yielded)
-            let (added, woken, closeAll, fanOut) = loop.inbox.withLock { inbox in
-                defer { inbox = Inbox() }
-                return (inbox.added, inbox.woken, inbox.closeAll, inbox.fanOut)
-            }
-            for work in fanOut { work(loop.index, loops.count) { pause(since: &yielded) } }
-            for stream in added { register(stream, in: loop) }
-            for stream in woken { owned.woken.append(stream) }
-            for stream in owned.woken {
-                stream.scheduled.store(false, ordering: .releasing)
+            guard let stream = owned.streams[pass.tokens[index]] else { continue }
+            handle(pass.events[index], on: stream, in: loop, scratch: pass.scratch)
+        }
+        loop.signaled.store(false, ordering: .releasing)
+        var yielded = ContinuousClock.now
+        takeFanOut(loop, yielded: &yielded)
+        let (added, woken, closeAll, fanOut) = loop.inbox.withLock { inbox in
+            defer { inbox = Inbox() }
+            return (inbox.added, inbox.woken, inbox.closeAll, inbox.fanOut)
+        }
+        for work in fanOut { work(loop.index, loops.count) { pause(since: &yielded) } }
+        for stream in added { register(stream, in: loop) }
+        for stream in woken { owned.woken.append(stream) }
+        for stream in owned.woken {
+            stream.scheduled.store(false, ordering: .releasing)
+            owned.ready.append(stream)
+        }
+        owned.woken.removeAll(keepingCapacity: true)
+        if let closeAll {
+            for stream in owned.streams.values {
+                stream.closing = max(stream.closing ?? closeAll, closeAll)
+                stream.closingReason = .shutdown
                 owned.ready.append(stream)
             }
-            owned.woken.removeAll(keepingCapacity: true)
-            if let closeAll {
-                for stream in owned.streams.values {
-                    stream.closing = max(stream.closing ?? closeAll, closeAll)
-                    stream.closingReason = .shutdown
-                    owned.ready.append(stream)
-                }
-            }
-            let ready = owned.ready
-            owned.ready.removeAll(keepingCapacity: true)
-            var sinceLook = 0
-            for stream in ready where stream.registered && !stream.closed {
-                flush(stream, in: loop)
-                pause(since: &yielded)
-                sinceLook += 1
-                if sinceLook == Self.lookEvery, fansOutWhileWriting {
-                    sinceLook = 0
-                    if loop.signaled.load(ordering: .acquiring) { fanOutWhileWriting(loop, yielded: &yielded) }
-                }
-            }
-            if heartbeats?.take(at: elapsed) == true { heartbeatRound(loop, yielded: &yielded) }
-            if elapsed >= nextTick {
-                nextTick = elapsed + .seconds(1)
-                endExpired(loop)
-                owned.duties.everySecond?()
-            }
-            handOverStaged(from: loop)
         }
+        let ready = owned.ready
+        owned.ready.removeAll(keepingCapacity: true)
+        var sinceLook = 0
+        for stream in ready where stream.registered && !stream.closed {
+            flush(stream, in: loop)
+            pause(since: &yielded)
+            sinceLook += 1
+            if sinceLook == Self.lookEvery, fansOutWhileWriting {
+                sinceLook = 0
+                if loop.signaled.load(ordering: .acquiring) { fanOutWhileWriting(loop, yielded: &yielded) }
+            }
+        }
+        if pass.heartbeats?.take(at: elapsed) == true { heartbeatRound(loop, yielded: &yielded) }
+        if elapsed >= pass.nextTick {
+            pass.nextTick = elapsed + .seconds(1)
+            endExpired(loop)
+            owned.duties.everySecond?()
+        }
+        handOverStaged(from: loop)
+        return true
+    }
+
+    /// The loop's end: its streams are dropped, and nothing it held is kept.
+    func finish(_ loop: Loop) {
+        let owned = loop.owned
         for stream in Array(owned.streams.values) { drop(stream, .shutdown, in: loop) }
         // A stream left in a list would hold its feed and, through it, the hub, which holds the engine;
         // so would the duties.

@@ -63,7 +63,7 @@ public final class StreamEngine: Sendable {
     let wakesOnlyLoopsWithObservers: Bool
     /// The paths of streams, each kept once (`shared`).
     private let paths = Lock<[String: String]>([:])
-    private let started = Atomic<Bool>(false)
+    let started = Atomic<Bool>(false)
     let stopped = Atomic<Bool>(false)
     /// The loops; the first takes the fan-out's work (each runs its share) and runs the tick.
     let loops: [Loop]

@@ -55,7 +55,7 @@ struct Revoking: Sendable {
                     logger.notice("tokens revoked", metadata: ["auth.revoked": "\(kept.key)"])
                     answer(.json(Self.json(kept), status: .created, headers: [.cacheControl: "no-store"]))
                 case .failure(let error):
-                    answer(Problem(error).response)
+                    answer(Routes.problem(error, request: request, logger: logger).response)
                 }
             }
         }

@@ -150,7 +150,7 @@ struct Routes {
         return topic + rest
     }
 
-    private static func problem(_ error: DomainError, request: Request, logger: Logger) -> Problem {
+    static func problem(_ error: DomainError, request: Request, logger: Logger) -> Problem {
         if let cause = error.cause {
             // The problem names the request too (the server adds its id to every problem).
             logger.error("request failed", metadata: ["http.request_id": "\(request.id)", "error": "\(cause)"])
