@@ -67,69 +67,94 @@ public struct Revocation: Sendable, Equatable {
 /// The revocations in force, by key: looked up on every request that carries a token, by its `sub`
 /// and its `jti` (two dictionary look-ups) and the one revocation by time.
 public final class Revocations: Sendable {
-    /// Kept at most: more is refused (`add` returns false) until some run out.
+    /// Kept at most, with those held for a store: more is refused until some run out.
     public static let limit = 10_000
-    private let kept = Lock<[String: Revocation]>([:])
+
+    private struct State {
+        var kept: [String: Revocation] = [:]
+        /// Keys held for revocations being stored (`hold`), each with how many hold it.
+        var held: [String: Int] = [:]
+
+        /// Whether `key` has a place: kept or held already, or fewer than `limit` are both.
+        func hasPlace(for key: String) -> Bool { kept[key] != nil || held[key] != nil || kept.count + held.count < Revocations.limit }
+
+        mutating func release(_ key: String) {
+            guard let holds = held[key] else { return }
+            held[key] = holds > 1 ? holds - 1 : nil
+        }
+    }
+
+    private let state = Lock(State())
 
     public init(_ revocations: [Revocation] = []) {
-        kept.withLock { kept in for revocation in revocations { kept[revocation.key] = kept[revocation.key].map(revocation.merged) ?? revocation } }
+        state.withLock { state in
+            for revocation in revocations { state.kept[revocation.key] = state.kept[revocation.key].map(revocation.merged) ?? revocation }
+        }
     }
 
     /// The revocation that covers `token`, if one does (and has not run out at `now`).
     public func covering(_ token: VerifiedToken, at now: Date) -> Revocation? {
-        kept.withLock { kept -> Revocation? in
-            guard !kept.isEmpty else { return nil }
+        state.withLock { state -> Revocation? in
+            guard !state.kept.isEmpty else { return nil }
             let candidates = [token.subject.map { "sub:" + $0 }, token.id.map { "jti:" + $0 }, "all"]
             for key in candidates.compactMap({ $0 }) {
-                if let revocation = kept[key], revocation.until > now, revocation.covers(token) { return revocation }
+                if let revocation = state.kept[key], revocation.until > now, revocation.covers(token) { return revocation }
             }
             return nil
         }
     }
 
-    /// Keeps `revocation` (merged with one of the same key); the one kept, or nil when `limit` are
-    /// kept already and it is a new key.
-    @discardableResult
-    public func add(_ revocation: Revocation) -> Revocation? {
-        kept.withLock { kept -> Revocation? in
-            if let known = kept[revocation.key] {
-                let merged = known.merged(with: revocation)
-                kept[revocation.key] = merged
-                return merged
-            }
-            guard kept.count < Self.limit else { return nil }
-            kept[revocation.key] = revocation
-            return revocation
+    /// Holds a place for `revocation` while it is stored; false when there is none (`limit` kept and
+    /// held, and its key is new). Ended by `add(_:held:)` once stored, or by `release` when not: the
+    /// check and the keeping are then one, however many are revoked at once.
+    public func hold(_ revocation: Revocation) -> Bool {
+        state.withLock { state in
+            guard state.hasPlace(for: revocation.key) else { return false }
+            state.held[revocation.key, default: 0] += 1
+            return true
         }
     }
 
-    /// Keeps `revocation` if its key is new or it reaches further than the one kept (`add`); the one
-    /// kept when that changed, nil when nothing did (known already, or `limit` kept).
-    public func learn(_ revocation: Revocation) -> Revocation? {
-        kept.withLock { kept -> Revocation? in
-            let known = kept[revocation.key]
-            let merged = known.map { $0.merged(with: revocation) } ?? revocation
-            guard merged != known, known != nil || kept.count < Self.limit else { return nil }
-            kept[revocation.key] = merged
+    /// Gives up the place `hold` took (the revocation could not be stored).
+    public func release(_ revocation: Revocation) {
+        state.withLock { $0.release(revocation.key) }
+    }
+
+    /// Keeps `revocation` (merged with one of the same key), in the place `hold` took when `held`;
+    /// the one kept, or nil when it has no place (`limit` kept, and its key is new).
+    @discardableResult
+    public func add(_ revocation: Revocation, held: Bool = false) -> Revocation? {
+        state.withLock { state -> Revocation? in
+            if held { state.release(revocation.key) }
+            let merged = state.kept[revocation.key].map { $0.merged(with: revocation) } ?? revocation
+            guard held || state.hasPlace(for: revocation.key) else { return nil }
+            state.kept[revocation.key] = merged
             return merged
         }
     }
 
-    /// Whether `add` would keep `revocation`: its key is kept already, or fewer than `limit` are.
-    public func accepts(_ revocation: Revocation) -> Bool {
-        kept.withLock { $0[revocation.key] != nil || $0.count < Self.limit }
+    /// Keeps `revocation` if its key is new or it reaches further than the one kept (`add`); the one
+    /// kept when that changed, nil when nothing did (known already, or no place).
+    public func learn(_ revocation: Revocation) -> Revocation? {
+        state.withLock { state -> Revocation? in
+            let known = state.kept[revocation.key]
+            let merged = known.map { $0.merged(with: revocation) } ?? revocation
+            guard merged != known, state.hasPlace(for: revocation.key) else { return nil }
+            state.kept[revocation.key] = merged
+            return merged
+        }
     }
 
     /// Forgets those that ran out by `now`.
     public func dropExpired(at now: Date) {
-        kept.withLock { kept in
-            guard kept.values.contains(where: { $0.until <= now }) else { return }
-            kept = kept.filter { $0.value.until > now }
+        state.withLock { state in
+            guard state.kept.values.contains(where: { $0.until <= now }) else { return }
+            state.kept = state.kept.filter { $0.value.until > now }
         }
     }
 
     /// Every revocation kept, by key.
-    public var all: [Revocation] { kept.withLock { $0.values.sorted { $0.key < $1.key } } }
+    public var all: [Revocation] { state.withLock { $0.kept.values.sorted { $0.key < $1.key } } }
 
-    public var count: Int { kept.withLock { $0.count } }
+    public var count: Int { state.withLock { $0.kept.count } }
 }

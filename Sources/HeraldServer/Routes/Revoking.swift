@@ -39,7 +39,7 @@ struct Revoking: Sendable {
         _ = try access.administrator(request)
         let now = access.now()
         let revocation = try Self.revocation(try request.json(), now: now)
-        guard revocations.accepts(revocation) else {
+        guard revocations.hold(revocation) else {
             throw Problem(status: .conflict, detail: "Herald keeps at most \(Revocations.limit) revocations; each is dropped at its until, "
                           + "or revoke by time (issuedBefore alone) to cover many at once")
         }
@@ -50,22 +50,23 @@ struct Revoking: Sendable {
             journal.writer.submit({ () throws(DomainError) in try journal.revoke(stored) }) { result in
                 switch result {
                 case .success:
-                    let kept = apply(revocation)
+                    let kept = apply(revocation, held: true)
                     listener?.send(String(decoding: JSONValue.object([("revoke", Self.json(kept))]).bytes, as: UTF8.self))
                     logger.notice("tokens revoked", metadata: ["auth.revoked": "\(kept.key)"])
                     answer(.json(Self.json(kept), status: .created, headers: [.cacheControl: "no-store"]))
                 case .failure(let error):
+                    revocations.release(revocation)
                     answer(Routes.problem(error, request: request, logger: logger).response)
                 }
             }
         }
     }
 
-    /// Keeps `revocation` in force here and ends the streams it covers; the revocation kept (merged
-    /// with an earlier one of the same key).
+    /// Keeps `revocation` in force here (in the place held for it, when `held`) and ends the streams
+    /// it covers; the revocation kept (merged with an earlier one of the same key).
     @discardableResult
-    func apply(_ revocation: Revocation) -> Revocation {
-        let kept = revocations.add(revocation) ?? revocation
+    func apply(_ revocation: Revocation, held: Bool = false) -> Revocation {
+        let kept = revocations.add(revocation, held: held) ?? revocation
         leases.end(coveredBy: kept)
         return kept
     }
