@@ -78,23 +78,17 @@ final class EventStream: @unchecked Sendable {
     var takeSize: Int { lagging || feed.catchingUp ? Self.laggingWriteSize : Self.writeSize }
     /// Whether its client still reads, judged each heartbeat round.
     var liveness = Liveness()
-    var closing: Closing?
-    /// Why the stream is closing, once it is (for its summary).
-    var closingReason: StreamSummary.End?
-    /// The last chunk (or nothing, for HTTP/1.0) is in `out`: the socket closes once it is out.
-    var ending = false
+    /// Added, open, closing, ending (its last bytes queued) or closed (`StreamLife`).
+    var life = StreamLife()
     /// The client sent its FIN (a half-close, or gone: the next write tells).
     var peerFinished = false
     var inputReceived = 0
-    /// In the engine's epoll set; until then a wake-up is ignored (registering writes the stream anyway).
-    var registered = false
     /// The feed's end as last filed in the expiry wheel, and the wheel's seconds (of the engine's
     /// elapsed time) its end and its warning are filed under (see `StreamEngine.file`).
     var deadline: Date?
     var endSecond = Int64.max
     var warnSecond = Int64.max
     var warned = false
-    var closed = false
     /// The feed is closed (`StreamEngine.closeFeed`): before the stream's last bytes are written, or when it is dropped.
     var feedClosed = false
 
@@ -115,7 +109,7 @@ final class EventStream: @unchecked Sendable {
 
     /// A renewal moved the feed's end from the one filed (`deadline`), and the stream is not already
     /// ending at its token's end: its end must be filed again.
-    var endMoved: Bool { renewable && closingReason != .expired && feed.expires != deadline }
+    var endMoved: Bool { renewable && !life.endsAtItsToken && feed.expires != deadline }
 
     /// Whether bytes wait to be written.
     var hasPending: Bool { sent < out.count || file != nil }

@@ -165,15 +165,14 @@ extension StreamEngine {
         owned.woken.removeAll(keepingCapacity: true)
         if let closeAll {
             for stream in owned.streams.values {
-                stream.closing = max(stream.closing ?? closeAll, closeAll)
-                stream.closingReason = .shutdown
+                stream.life.close(closeAll, reason: .shutdown, replacing: true)
                 owned.ready.append(stream)
             }
         }
         let ready = owned.ready
         owned.ready.removeAll(keepingCapacity: true)
         var sinceLook = 0
-        for stream in ready where stream.registered && !stream.closed {
+        for stream in ready where stream.life.isLive {
             flush(stream, in: loop)
             pause(since: &yielded)
             sinceLook += 1
@@ -275,13 +274,13 @@ extension StreamEngine {
         // Two system calls saved on a socket whose options are as accepted (Nagle off from the listener).
         if !stream.asAccepted { clinux_send_immediately(stream.socket) }
         guard cepoll_add(loop.epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {
-            stream.closed = true
+            _ = stream.life.drop()
             stream.feed.close()
             close(stream.socket)
             forget(stream.client, on: loop)
             return
         }
-        stream.registered = true
+        _ = stream.life.register()
         loop.owned.streams[stream.token] = stream
         loop.owned.ready.append(stream)
         file(stream, in: loop)
@@ -320,8 +319,7 @@ extension StreamEngine {
             // it moved is filed now, or the stream would end at the end its client just replaced.
             if stream.endMoved { file(stream, in: loop) }
             if stream.endSecond <= second {
-                stream.closing = max(stream.closing ?? .graceful, .graceful)
-                stream.closingReason = stream.closingReason ?? stream.feed.ending ?? .expired
+                stream.life.close(.graceful, reason: stream.feed.ending ?? .expired)
                 loop.owned.ready.append(stream)
             } else if stream.warnSecond <= second, !stream.warned {
                 stream.warned = true

@@ -20,7 +20,7 @@ extension StreamEngine {
             if stream.peerFinished, !stream.feed.heartbeats {
                 // A held request's client half-closed (HTTP/1.1 allows it after the request), or left:
                 // it gets the answer as it stands now, as at the wait's end; one that is gone resets.
-                stream.closing = max(stream.closing ?? .graceful, .graceful)
+                stream.life.close(.graceful, reason: nil)
                 loop.owned.ready.append(stream)
                 return
             }
@@ -44,8 +44,8 @@ extension StreamEngine {
     /// the socket is full. A stream with much queued yields after a few writes, so one busy client
     /// cannot hold up the others.
     func flush(_ stream: EventStream, in loop: Loop) {
-        if stream.closing == .abort {
-            drop(stream, stream.closingReason ?? .shutdown, in: loop)
+        if stream.life.closing == .abort {
+            drop(stream, stream.life.reason ?? .shutdown, in: loop)
             return
         }
         // A renewal moved the end (and woke the stream): file it again, unless it is ending already.
@@ -60,7 +60,7 @@ extension StreamEngine {
                 }
                 if stream.blocked { return }
             }
-            if stream.ending {
+            if stream.life.isEnding {
                 finish(stream, in: loop)
                 return
             }
@@ -80,24 +80,22 @@ extension StreamEngine {
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
                 if let file { stream.load(file) }
             case .complete:
-                stream.closingReason = stream.closingReason ?? stream.feed.ending
+                stream.life.feedCompleted(stream.feed.ending)
                 if buffer.count > EventStream.headroom { stream.load(&buffer) }
                 if let file { stream.load(file) }
                 closeFeed(stream)
-                stream.ending = true
                 if stream.framing == .chunked { stream.out += Self.lastChunk }
             case .idle:
                 if buffer.count == EventStream.headroom { swap(&loop.owned.spare, &buffer) }
-                if stream.closing == .graceful {
-                    stream.ending = true
+                if case .writeLast(let expired) = stream.life.feedIdle() {
                     var last = EventStream.buffer()
                     // Ended by its deadline (its token, or an administrator who moved it to now): the feed says so last.
-                    if [.expired, .ended, .revoked].contains(stream.closingReason) { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
+                    if expired { stream.feed.expired(into: &last) } else { stream.feed.last(into: &last) }
                     closeFeed(stream)
                     if last.count > EventStream.headroom { stream.load(&last) }
                     if stream.framing == .chunked { stream.out += Self.lastChunk }
                 }
-                if !stream.ending { return }
+                if !stream.life.isEnding { return }
             case .finished:
                 drop(stream, stream.feed.overflowed ? .slowConsumer : .finished, in: loop)
                 return
@@ -108,7 +106,7 @@ extension StreamEngine {
 
     /// The body's end is out: close the sending side, then the socket.
     func finish(_ stream: EventStream, in loop: Loop) {
-        drop(stream, stream.closingReason ?? .finished, in: loop, shuttingDown: true)
+        drop(stream, stream.life.reason ?? .finished, in: loop, shuttingDown: true)
     }
 
     /// A heartbeat comment to every stream that wrote nothing since the last round; a stream that
@@ -117,7 +115,7 @@ extension StreamEngine {
     func heartbeatRound(_ loop: Loop, yielded: inout ContinuousClock.Instant) {
         for stream in Array(loop.owned.streams.values) where stream.feed.heartbeats {
             pause(since: &yielded)
-            switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.ending) {
+            switch stream.liveness.round(blocked: stream.blocked, busy: stream.hasPending || stream.life.isEnding) {
             case .nothing: continue
             case .stoppedReading: drop(stream, .slowConsumer, in: loop)
             case .heartbeat:
@@ -141,10 +139,9 @@ extension StreamEngine {
     }
 
     func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop, shuttingDown: Bool = false) {
-        guard !stream.closed else { return }
+        guard stream.life.drop() else { return }
         observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
                                             duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
-        stream.closed = true
         closeFeed(stream)
         _ = cepoll_remove(loop.epoll, stream.socket)
         if shuttingDown { shutdown(stream.socket, Int32(SHUT_WR)) }

@@ -239,7 +239,7 @@ public final class StreamEngine: Sendable {
         if target.thread.isCurrent {
             // A stream closed here (its feed's end calls the waker) needs no writing; after `stop`,
             // nothing is kept, for the reason `post` gives.
-            guard !stream.closed, !stopped.load(ordering: .acquiring) else { return }
+            guard !stream.life.isClosed, !stopped.load(ordering: .acquiring) else { return }
             target.owned.woken.append(stream)
             return
         }
