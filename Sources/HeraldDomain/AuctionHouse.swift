@@ -51,10 +51,10 @@ public final class AuctionHouse: Sendable {
 
     /// Restores stored auctions: running countdowns continue with the time really left, and one whose
     /// deadline passed while Herald was down closes now, publishing `closed` once.
-    public func restore(_ auctions: [Auction]) throws(DomainError) {
+    public func restore(_ auctions: [Auction], in batch: ChangeBatch) throws(DomainError) {
         try state.withLock { state throws(DomainError) in
             replace(&state, with: auctions)
-            try resumeCountdowns(of: state.order, in: &state)
+            try resumeCountdowns(of: state.order, in: &state, batch: batch)
         }
     }
 
@@ -65,7 +65,7 @@ public final class AuctionHouse: Sendable {
     /// and `bidCounts` says how many each has in all. When they do not add up (memory lacks bids the
     /// store has), nothing is taken and the answer is false: then read everything.
     @discardableResult
-    public func merge(_ auctions: [Auction], bidCounts: [AuctionID: Int]? = nil) throws(DomainError) -> Bool {
+    public func merge(_ auctions: [Auction], bidCounts: [AuctionID: Int]? = nil, in batch: ChangeBatch) throws(DomainError) -> Bool {
         try state.withLock { state throws(DomainError) -> Bool in
             var auctions = auctions
             if let bidCounts {
@@ -89,20 +89,20 @@ public final class AuctionHouse: Sendable {
                 state.nextId = max(state.nextId, auction.id.number + 1)
             }
             sink.seed(auctions.map { .auction($0) })
-            try resumeCountdowns(of: auctions.map(\.id), in: &state)
+            try resumeCountdowns(of: auctions.map(\.id), in: &state, batch: batch)
             return true
         }
     }
 
     /// Restored or merged auctions: each running countdown goes on with the time really left, and
     /// one whose deadline has passed closes now, publishing `closed` once.
-    private func resumeCountdowns(of ids: [AuctionID], in state: inout State) throws(DomainError) {
+    private func resumeCountdowns(of ids: [AuctionID], in state: inout State, batch: ChangeBatch) throws(DomainError) {
         let now = clock.now
         for id in ids {
             guard var entry = state.entries[id], entry.auction.status == .open, entry.auction.countdown.isRunning else { continue }
             let action = entry.auction.countdown.resume(at: now)
             if action == .expire {
-                try close(&entry, at: now)
+                try close(&entry, at: now, in: batch)
             } else {
                 entry.timer = schedule(action, for: id)
             }
@@ -126,12 +126,12 @@ public final class AuctionHouse: Sendable {
     }
 
     /// Opens an auction, priced in the currency it names, else in `defaultCurrency`.
-    public func create(_ request: NewAuction, defaultCurrency: Currency = .dollar) throws(DomainError) -> Auction {
+    public func create(_ request: NewAuction, defaultCurrency: Currency = .dollar, in batch: ChangeBatch) throws(DomainError) -> Auction {
         let number = state.withLock { $0.staged.next ?? $0.nextId }
         let auction = Auction(id: AuctionID(number), item: request.item, countdownSeconds: request.countdownSeconds,
                               startingPrice: request.startingPrice, currency: request.currency ?? defaultCurrency, createdAt: clock.now)
-        try sink.publish(.auctionOpened(auction))
-        stage(auction, action: .ignore, next: number + 1)
+        try sink.publish(.auctionOpened(auction), in: batch)
+        stage(auction, action: .ignore, next: number + 1, in: batch)
         return auction
     }
 
@@ -178,13 +178,13 @@ public final class AuctionHouse: Sendable {
     }
 
     /// Places a bid and restarts the countdown. Returns the bid and the auction after it.
-    public func bid(on id: AuctionID, _ request: NewBid) throws(DomainError) -> (bid: Bid, auction: Auction) {
+    public func bid(on id: AuctionID, _ request: NewBid, in batch: ChangeBatch) throws(DomainError) -> (bid: Bid, auction: Auction) {
         guard var auction = state.withLock({ $0.current(id) }) else { throw .notFound("auction", id) }
         let now = clock.now
         let bid = try auction.place(bidder: request.bidder, amount: request.amount, at: now)
         let action = auction.countdown.restart(at: now)
-        try sink.publish(.bidPlaced(bid, auction: auction))
-        stage(auction, action: action)
+        try sink.publish(.bidPlaced(bid, auction: auction), in: batch)
+        stage(auction, action: action, in: batch)
         return (bid, auction)
     }
 
@@ -213,10 +213,10 @@ public final class AuctionHouse: Sendable {
 
     /// A timer fired: the firing runs where every change runs, in order with them.
     private func fireWhereChangesAreMade(_ id: AuctionID, generation: UInt64) {
-        sink.perform { [self] in fire(id, generation: generation) }
+        sink.perform { [self] batch in fire(id, generation: generation, in: batch) }
     }
 
-    private func fire(_ id: AuctionID, generation: UInt64) {
+    private func fire(_ id: AuctionID, generation: UInt64, in batch: ChangeBatch) {
         guard var auction = state.withLock({ $0.stopped ? nil : $0.current(id) }) else { return }
         let now = clock.now
         let action = auction.countdown.fire(generation: generation, at: now)
@@ -225,11 +225,11 @@ public final class AuctionHouse: Sendable {
             case .ignore, .schedule:
                 return
             case .tick(let remaining, _, _):
-                try sink.publish(.countdownTicked(auction, remainingSeconds: remaining))
+                try sink.publish(.countdownTicked(auction, remainingSeconds: remaining), in: batch)
             case .expire:
-                auction = try closed(auction, at: now)
+                auction = try closed(auction, at: now, in: batch)
             }
-            stage(auction, action: action, fired: true)
+            stage(auction, action: action, fired: true, in: batch)
         } catch {
             // Not stored, so not happened: try the same firing again in a second.
             state.withLock { state in
@@ -246,12 +246,12 @@ public final class AuctionHouse: Sendable {
 
     /// Stages an auction a change made (and the next id, when it is new); the batch's first asks to
     /// hear when the batch ends.
-    private func stage(_ auction: Auction, action: Countdown.Action, fired: Bool = false, next: Int? = nil) {
+    private func stage(_ auction: Auction, action: Countdown.Action, fired: Bool = false, next: Int? = nil, in batch: ChangeBatch) {
         let first = state.withLock { state in
             let firedBefore = state.staged.values[auction.id]??.fired ?? false
             return state.staged.stage(StagedAuction(auction: auction, action: action, fired: fired || firedBefore), for: auction.id, next: next)
         }
-        if first { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
+        if first { sink.whenBatchEnds(in: batch) { [weak self] durable in self?.batchEnded(durable: durable) } }
     }
 
     /// Once the batch is durable, memory takes its auctions and each one's timer its next step (a new
@@ -277,16 +277,16 @@ public final class AuctionHouse: Sendable {
     }
 
     /// Closes the auction in `entry`: the last bidder wins.
-    private func close(_ entry: inout Entry, at now: Date) throws(DomainError) {
-        entry.auction = try closed(entry.auction, at: now)
+    private func close(_ entry: inout Entry, at now: Date, in batch: ChangeBatch) throws(DomainError) {
+        entry.auction = try closed(entry.auction, at: now, in: batch)
         entry.timer = nil
     }
 
     /// `auction` closed at `now`, stored and published.
-    private func closed(_ auction: Auction, at now: Date) throws(DomainError) -> Auction {
+    private func closed(_ auction: Auction, at now: Date, in batch: ChangeBatch) throws(DomainError) -> Auction {
         var closed = auction
         closed.close(at: now)
-        try sink.publish(.auctionClosed(closed))
+        try sink.publish(.auctionClosed(closed), in: batch)
         return closed
     }
 }

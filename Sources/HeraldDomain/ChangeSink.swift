@@ -7,23 +7,36 @@
 /// `publish` without holding it, and stages the new state under it; nothing else changes the state in
 /// between, and a reader never waits for the disk.
 public protocol ChangeSink: Sendable {
-    func publish(_ event: DomainEvent) throws(DomainError)
+    /// Stores and publishes `event`, in the change's batch.
+    func publish(_ event: DomainEvent, in batch: ChangeBatch) throws(DomainError)
     /// Sets current values without an event or a record (restoring at start).
     func seed(_ states: [DomainState])
     /// Runs `work` where changes are made, after every change asked for before it. It may return
     /// before `work` ran (Herald's writer queues it): a timer that changes state fires through it,
     /// holding no lock, and its thread moves on to the next timer instead of waiting for a batch.
-    func perform(_ work: @escaping @Sendable () -> Void)
+    func perform(_ work: @escaping @Sendable (ChangeBatch) -> Void)
     /// Calls `end` once the batch that holds the change being made ends: with true once it is durable
     /// (before its events are published), with false when it was lost (its changes never happened).
     /// Where changes are not batched, at once with true.
-    func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void)
+    func whenBatchEnds(in batch: ChangeBatch, _ end: @escaping @Sendable (_ durable: Bool) -> Void)
 }
 
 extension ChangeSink {
     /// Unbatched: every change is durable once `publish` returns.
-    public func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void) { end(true) }
+    public func whenBatchEnds(in batch: ChangeBatch, _ end: @escaping @Sendable (_ durable: Bool) -> Void) { end(true) }
 }
+
+/// The batch a change runs in, handed to the change where changes are made (Herald's writer: each
+/// batch's changes, `ChangeSink.perform`, what runs between batches), as GRDB hands `db` to
+/// `write { db in … }`. Every method that changes state asks for it, so a change is written to run
+/// on the writer or not at all: it is not `Sendable`, so a `@Sendable` closure cannot take it to
+/// another thread, and only the package makes one (the writer, and the tests' sinks).
+public struct ChangeBatch {
+    package init() {}
+}
+
+@available(*, unavailable)
+extension ChangeBatch: Sendable {}
 
 /// What a batch of changes staged and its store has not yet committed: the changes themselves read
 /// through it (`value(of:over:)`), readers see only the committed values. `nil` stages a removal.

@@ -36,18 +36,18 @@ public final class CurrencySetting: Sendable {
     }
 
     /// Sets the default; notifies only when it really changes.
-    public func set(_ currency: Currency) throws(DomainError) {
+    public func set(_ currency: Currency, in batch: ChangeBatch) throws(DomainError) {
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
         let previous = state.withLock { $0.staged ?? $0.current }
         guard currency != previous else { return }
-        try sink.publish(.currencyChanged(currency, previous: previous))
+        try sink.publish(.currencyChanged(currency, previous: previous), in: batch)
         let first = state.withLock { state in
             defer { state.staged = currency }
             return state.staged == nil
         }
         guard first else { return }
         // Memory takes it once it is durable; a lost batch leaves it as it was.
-        sink.whenBatchEnds { [weak self] durable in
+        sink.whenBatchEnds(in: batch) { [weak self] durable in
             self?.state.withLock { state in
                 if durable, let staged = state.staged { state.current = staged }
                 state.staged = nil

@@ -93,27 +93,27 @@ public final class KeyedStore<Record: KeyedRecord>: KeyedSubject {
     public func latest(_ id: String) -> Record? { state.withLock { $0.current(id) } }
 
     /// Creates or replaces a record; returns true when it did not exist.
-    public func put(_ record: Record) throws(DomainError) -> Bool {
+    public func put(_ record: Record, in batch: ChangeBatch) throws(DomainError) -> Bool {
         guard Record.isValidId(record.id) else {
             throw DomainError(.invalid, "invalid \(Record.noun) id",
                               fields: [FieldError(field: "id", message: "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")])
         }
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
         let previous = state.withLock { $0.current(record.id) }
-        try sink.publish(.recordSaved(record, previous: previous))
-        stage(record, for: record.id)
+        try sink.publish(.recordSaved(record, previous: previous), in: batch)
+        stage(record, for: record.id, in: batch)
         return previous == nil
     }
 
-    public func delete(_ id: String) throws(DomainError) {
+    public func delete(_ id: String, in batch: ChangeBatch) throws(DomainError) {
         guard let previous = state.withLock({ $0.current(id) }) else { throw .notFound(Record.noun, id) }
-        try sink.publish(.recordRemoved(previous))
-        stage(nil, for: id)
+        try sink.publish(.recordRemoved(previous), in: batch)
+        stage(nil, for: id, in: batch)
     }
 
     /// Stages a change (nil: a removal); the batch's first asks to hear when the batch ends.
-    private func stage(_ record: Record?, for id: String) {
-        if state.withLock({ $0.staged.stage(record, for: id) }) { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
+    private func stage(_ record: Record?, for id: String, in batch: ChangeBatch) {
+        if state.withLock({ $0.staged.stage(record, for: id) }) { sink.whenBatchEnds(in: batch) { [weak self] durable in self?.batchEnded(durable: durable) } }
     }
 
     /// Memory takes the batch's changes once they are durable; a lost batch leaves it as it was.

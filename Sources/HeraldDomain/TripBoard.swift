@@ -48,13 +48,13 @@ public final class TripBoard: Sendable {
         }
     }
 
-    public func create(_ request: NewTrip) throws(DomainError) -> Trip {
+    public func create(_ request: NewTrip, in batch: ChangeBatch) throws(DomainError) -> Trip {
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
         let number = state.withLock { $0.staged.next ?? $0.nextId }
         let trip = Trip(id: TripID(number), departure: request.departure, arrival: request.arrival,
                         actualDeparture: request.actualDeparture ?? request.departure)
-        try sink.publish(.tripAdded(trip))
-        stage(trip, next: number + 1)
+        try sink.publish(.tripAdded(trip), in: batch)
+        stage(trip, next: number + 1, in: batch)
         return trip
     }
 
@@ -76,16 +76,16 @@ public final class TripBoard: Sendable {
     public func latest(_ id: TripID) -> Trip? { state.withLock { $0.current(id) } }
 
     /// Moves the actual departure by `seconds` (the `deltaSeconds` of a request).
-    public func delay(_ id: TripID, bySeconds seconds: Int) throws(DomainError) -> Trip {
-        try update(id, field: "deltaSeconds") { $0.actualDeparture.addingTimeInterval(TimeInterval(seconds)) }
+    public func delay(_ id: TripID, bySeconds seconds: Int, in batch: ChangeBatch) throws(DomainError) -> Trip {
+        try update(id, field: "deltaSeconds", in: batch) { $0.actualDeparture.addingTimeInterval(TimeInterval(seconds)) }
     }
 
     /// Sets the actual departure.
-    public func setActualDeparture(_ id: TripID, to date: Date) throws(DomainError) -> Trip {
-        try update(id, field: "actualDeparture") { _ in date }
+    public func setActualDeparture(_ id: TripID, to date: Date, in batch: ChangeBatch) throws(DomainError) -> Trip {
+        try update(id, field: "actualDeparture", in: batch) { _ in date }
     }
 
-    private func update(_ id: TripID, field: String, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
+    private func update(_ id: TripID, field: String, in batch: ChangeBatch, _ newDeparture: (Trip) -> Date) throws(DomainError) -> Trip {
         // Read, store unlocked, stage: changes come one at a time (see `ChangeSink`).
         guard let old = state.withLock({ $0.current(id) }) else { throw .notFound("trip", id.description) }
         do {
@@ -98,15 +98,15 @@ public final class TripBoard: Sendable {
             }
             let changed = Trip.changedFields(from: old, to: trip)
             guard !changed.isEmpty else { return trip }
-            try sink.publish(.tripMoved(trip, changed: changed))
-            stage(trip)
+            try sink.publish(.tripMoved(trip, changed: changed), in: batch)
+            stage(trip, in: batch)
             return trip
         }
     }
 
     /// Stages a trip (and the next id, when it is new); the batch's first asks to hear when the batch ends.
-    private func stage(_ trip: Trip, next: Int? = nil) {
-        if state.withLock({ $0.staged.stage(trip, for: trip.id, next: next) }) { sink.whenBatchEnds { [weak self] durable in self?.batchEnded(durable: durable) } }
+    private func stage(_ trip: Trip, next: Int? = nil, in batch: ChangeBatch) {
+        if state.withLock({ $0.staged.stage(trip, for: trip.id, next: next) }) { sink.whenBatchEnds(in: batch) { [weak self] durable in self?.batchEnded(durable: durable) } }
     }
 
     /// Memory takes the batch's trips once they are durable; a lost batch leaves it as it was.

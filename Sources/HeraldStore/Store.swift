@@ -73,7 +73,8 @@ extension Store {
 
 /// Takes in, on the writer, the events and changes of revisions other Heralds committed, outside any
 /// batch's lock (`Store.beginBatch(news:)`, `Store.takeInNews`).
-public typealias NewsTaker = @Sendable (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken
+/// Called only on the writer, within the call it is given to (so it may hold the writer's batch).
+public typealias NewsTaker = (_ events: [StoredEvent], _ changes: StoredChanges) -> NewsTaken
 
 /// What became of news another replica committed (a `NewsTaker`'s answer).
 public enum NewsTaken: Sendable {

@@ -5,9 +5,9 @@ import Testing
     @Test func currencyNotifiesOnlyRealChanges() throws {
         let sink = RecordingSink()
         let currency = CurrencySetting(sink: sink)
-        try currency.set(.dollar)
+        try currency.set(.dollar, in: ChangeBatch())
         #expect(sink.all.isEmpty)
-        try currency.set(.euro)
+        try currency.set(.euro, in: ChangeBatch())
         guard case .currencyChanged(let now, let previous)? = sink.all.first else {
             Issue.record("a change of the default is an event")
             return

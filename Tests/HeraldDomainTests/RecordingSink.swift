@@ -8,11 +8,11 @@ final class RecordingSink: ChangeSink {
     private let recorded = Lock<[DomainEvent]>([])
     private let seededStates = Lock<[DomainState]>([])
 
-    func publish(_ event: DomainEvent) { recorded.withLock { $0.append(event) } }
+    func publish(_ event: DomainEvent, in batch: ChangeBatch) { recorded.withLock { $0.append(event) } }
 
     func seed(_ states: [DomainState]) { seededStates.withLock { $0 += states } }
 
-    func perform(_ work: @escaping @Sendable () -> Void) { work() }
+    func perform(_ work: @escaping @Sendable (ChangeBatch) -> Void) { work(ChangeBatch()) }
 
     var all: [DomainEvent] { recorded.withLock { $0 } }
     var seeded: [DomainState] { seededStates.withLock { $0 } }

@@ -71,7 +71,7 @@ import Testing
         let clock = ManualClock()
         let house = AuctionHouse(clock: clock, sink: InlineSink())
         let encodings = AuctionEncodings()
-        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 3)).id
+        let id = try house.create(NewAuction(item: "clock", countdownSeconds: 3), in: ChangeBatch()).id
         var tags: Set<String> = []
         func encoded() throws -> JSONValue {
             let auction = try house.get(id)
@@ -82,12 +82,12 @@ import Testing
         }
         func current() throws -> [UInt8] { try house.get(id).json(at: clock.now).bytes }
         #expect(try encodings.encoded(house.get(id), at: clock.now).bytes == current())
-        _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 10))
+        _ = try house.bid(on: id, NewBid(bidder: "ann", amount: 10), in: ChangeBatch())
         #expect(try encoded()["bidCount"] == .int(1))
         #expect(try encoded()["remainingSeconds"] == .int(3))
         clock.advance(by: 1)
         #expect(try encoded()["remainingSeconds"] == .int(2))
-        _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 20))
+        _ = try house.bid(on: id, NewBid(bidder: "bob", amount: 20), in: ChangeBatch())
         #expect(try encoded()["price"] == .int(20) && encoded()["leader"] == .string("bob"))
         clock.advance(by: 3)
         #expect(try encoded()["status"] == .string("closed") && encoded()["winner"] == .string("bob"))
@@ -142,7 +142,7 @@ import Testing
 
 /// A sink that takes every change and keeps nothing.
 final class InlineSink: ChangeSink {
-    func publish(_ event: DomainEvent) {}
+    func publish(_ event: DomainEvent, in batch: ChangeBatch) {}
     func seed(_ states: [DomainState]) {}
-    func perform(_ work: @escaping @Sendable () -> Void) { work() }
+    func perform(_ work: @escaping @Sendable (ChangeBatch) -> Void) { work(ChangeBatch()) }
 }

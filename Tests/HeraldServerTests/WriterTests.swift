@@ -18,10 +18,10 @@ import Testing
     @Test func beforeItRunsOneThreadAtATimeStandsInForTheWriter() throws {
         let writer = Writer()
         let batches = Lock(0)
-        let steps = Writer.Steps(prepare: { nil }, finish: { batches.withLock { $0 += 1 }; return nil }, tidy: {})
+        let steps = Writer.Steps(prepare: { _ in nil }, finish: { _ in batches.withLock { $0 += 1 }; return nil }, tidy: {})
         let inside = Lock((now: 0, most: 0, done: 0))
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            try? writer.perform(batches: steps) { () throws(DomainError) in
+            try? writer.perform(batches: steps) { _ throws(DomainError) in
                 inside.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
                 usleep(2_000)
                 inside.withLock { $0.now -= 1; $0.done += 1 }
@@ -31,7 +31,7 @@ import Testing
         #expect(inside.withLock { $0.done } == 8 && batches.withLock { $0 } == 8, "each change its own batch")
         writer.start(batches: steps)
         defer { writer.stop() }
-        #expect(try writer.perform(batches: steps) { () throws(DomainError) in writer.isCurrentThread } == true, "once it runs, on its thread")
+        #expect(try writer.perform(batches: steps) { _ throws(DomainError) in writer.isCurrentThread } == true, "once it runs, on its thread")
     }
 
     @Test func aHundredConcurrentBidsAreAnsweredInPriceOrderAndStoredAsPublished() throws {
@@ -111,7 +111,7 @@ import Testing
         // Then the writer is held in a change of the test's own until the reads are done: a read that
         // waited for the writer would never be answered (the client gives up, and the test fails).
         let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        server.herald.journal.writer.submit({ held.signal(); release.wait() }, done: { _ in })
+        server.herald.journal.writer.submit({ _ in held.signal(); release.wait() }, done: { _ in })
         #expect(held.wait(timeout: .now() + 60) == .success, "the writer took the test's change")
         let client = server.client()
         var reads: [Int] = []

@@ -303,7 +303,7 @@ struct PostgresStoreTests {
         _ = try third.load(eventLimit: 0)
         let began = Atomic<Bool>(false)
         let taken = Lock<[(ids: [UInt64], waiting: Bool)]>([])
-        let news: NewsTaker = { events, _ in
+        let news: @Sendable ([StoredEvent], StoredChanges) -> NewsTaken = { events, _ in
             taken.withLock { $0.append((events.map(\.id), !began.load(ordering: .relaxed))) }
             return .taken
         }

@@ -136,7 +136,7 @@ extension Herald {
     /// Returns once every change queued before the call has run (a timer's firing is queued on the
     /// writer, not waited for); at once after `stop`.
     public func settle() {
-        _ = try? journal.performAndWait {}
+        _ = try? journal.performAndWait { _ in }
     }
 
     public func stop() {

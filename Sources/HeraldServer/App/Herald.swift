@@ -166,7 +166,7 @@ public final class Herald: Sendable {
     private static func restore(_ subjects: Subjects, from stored: StoredState, store: (any Store)?, examples: Bool,
                                 on journal: Journal) throws {
         let restored = try DomainSnapshot(stored)
-        try journal.performAndWait { () throws(DomainError) in
+        try journal.performAndWait { batch throws(DomainError) in
             var (current, snapshot) = (stored, restored)
             if let store, store.isShared {
                 do throws(StoreError) {
@@ -176,9 +176,9 @@ public final class Herald: Sendable {
                     throw DomainError(.unavailable, "the store could not be read at start: \(error)")
                 }
             }
-            try subjects.restore(snapshot)
+            try subjects.restore(snapshot, in: batch)
             if examples, current.records.isEmpty, current.auctions.isEmpty, current.lastSequence == 0 {
-                try subjects.createExamples()
+                try subjects.createExamples(in: batch)
             }
         }
     }

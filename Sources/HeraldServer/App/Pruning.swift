@@ -44,7 +44,7 @@ final class Pruning: Sendable {
             }
         }
         // On the timer, queued: the timers' thread does not wait for the writer.
-        if waiting { _ = try? journal.performAndWait { work() } } else { journal.perform(work) }
+        if waiting { _ = try? journal.performAndWait { _ in work() } } else { journal.perform { _ in work() } }
         state.withLock { state in
             guard !state.stopped else { return }
             state.timer = clock.schedule(at: clock.now.addingTimeInterval(configuration.pruneInterval)) { [weak self] in self?.prune() }

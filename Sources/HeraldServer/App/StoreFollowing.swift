@@ -11,15 +11,15 @@ extension Subjects {
         guard store.isShared else { return nil }
         // Weak: the journal's writer keeps these closures, and the subjects keep the journal (their sink).
         let weakly = WeakSubjects(self)
-        let catchUp = { @Sendable () -> Bool in
+        let catchUp = { @Sendable (batch: ChangeBatch) -> Bool in
             guard let subjects = weakly.subjects else { return true }
             do {
                 // Only what the others changed, when the store can tell and the bids add up; else
                 // all of it, with the countdowns going on as at start.
-                if let changes = try store.missedChanges(), try subjects.merge(changes) {
+                if let changes = try store.missedChanges(), try subjects.merge(changes, in: batch) {
                     return true
                 }
-                try subjects.restore(try DomainSnapshot(try store.load(eventLimit: 0)))
+                try subjects.restore(try DomainSnapshot(try store.load(eventLimit: 0)), in: batch)
                 return true
             } catch {
                 // Tried again before each batch; changes are refused until then.
@@ -29,10 +29,10 @@ extension Subjects {
         }
         // What the other replicas' news carries, merged while a batch begins or waits for the lock (the
         // bids must add up, and no auction may close in it: else it is read back under the lock).
-        let merge = { @Sendable (changes: StoredChanges) -> Bool in
+        let merge = { @Sendable (changes: StoredChanges, batch: ChangeBatch) -> Bool in
             guard let subjects = weakly.subjects else { return false }
             do {
-                return try subjects.merge(changes)
+                return try subjects.merge(changes, in: batch)
             } catch {
                 logger.error("memory could not take in another replica's news", metadata: ["error": "\(error)"])
                 return false

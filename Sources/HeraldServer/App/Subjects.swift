@@ -26,16 +26,16 @@ struct Subjects: Sendable {
 
     /// Everything as the store holds it. On the writer, like every change: an auction whose deadline
     /// passed meanwhile closes now, and the other countdowns go on.
-    func restore(_ snapshot: DomainSnapshot) throws(DomainError) {
+    func restore(_ snapshot: DomainSnapshot, in batch: ChangeBatch) throws(DomainError) {
         currency.restore(snapshot.currency)
         trips.restore(snapshot.trips)
         for (collection, store) in keyed { store.restore(snapshot.records[collection] ?? []) }
-        try auctions.restore(snapshot.auctions)
+        try auctions.restore(snapshot.auctions, in: batch)
     }
 
     /// What other replicas changed and removed, taken in (one timer per auction still). False when an
     /// auction's bids do not add up with those memory holds: then restore everything.
-    func merge(_ changes: StoredChanges) throws -> Bool {
+    func merge(_ changes: StoredChanges, in batch: ChangeBatch) throws -> Bool {
         let changed = try DomainSnapshot(changes.changed)
         if let value = changed.currency { currency.restore(value) }
         trips.merge(changed.trips)
@@ -43,6 +43,6 @@ struct Subjects: Sendable {
             guard let noun = Registry.keyedKind(collection)?.noun else { continue }
             store.merge(changed.records[collection] ?? [], removed: changes.removed.filter { $0.kind == noun }.map(\.id))
         }
-        return try auctions.merge(changed.auctions, bidCounts: changed.bidCounts)
+        return try auctions.merge(changed.auctions, bidCounts: changed.bidCounts, in: batch)
     }
 }

@@ -11,9 +11,9 @@ import Synchronization
 extension Journal {
     /// What takes in other replicas' news on the writer (`takeIn`), once memory follows the store
     /// (`start(following:)`); nil before, when a batch reads what it missed instead.
-    var newsTaker: NewsTaker? {
+    func newsTaker(in batch: ChangeBatch) -> NewsTaker? {
         guard let merge = state.withValue({ $0.follower?.merge }) else { return nil }
-        return { [weak self] events, changes in self?.takeIn(events, changes, merge: merge) ?? .declined }
+        return { [weak self] events, changes in self?.takeIn(events, changes, in: batch, merge: merge) ?? .declined }
     }
 
     /// Takes in, on the writer between batches or while a batch begins (before it asks for the
@@ -22,14 +22,15 @@ extension Journal {
     /// batch that caught up under the lock would. Declined, and left to be read under the lock, when
     /// an auction in it would close on the spot (its countdown ran out meanwhile): its `closed` event
     /// takes the next id, which only a batch that holds the lock may give.
-    func takeIn(_ events: [StoredEvent], _ changes: StoredChanges, merge: @Sendable (StoredChanges) -> Bool) -> NewsTaken {
+    func takeIn(_ events: [StoredEvent], _ changes: StoredChanges, in batch: ChangeBatch,
+                merge: @Sendable (StoredChanges, ChangeBatch) -> Bool) -> NewsTaken {
         let closing = clock.now.addingTimeInterval(1)
         for auction in changes.changed.auctions where auction.status == Auction.Status.open.rawValue {
             if let deadline = auction.deadline.flatMap(Timestamp.parse), deadline <= closing { return .declined }
         }
         guard state.withValue({ $0.preparing }) else { return .declined }
         let taken = visibility.write { () -> Bool in
-            guard merge(changes) else { return false }
+            guard merge(changes, batch) else { return false }
             let last = state.withValue { $0.sequence }
             for event in events where event.id > last {
                 apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
@@ -49,18 +50,18 @@ extension Journal {
     /// unreachable) caught up with nothing, so the next commit heard wakes again.
     func wake() {
         guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
-        writer.between { [weak self] in self?.takeInBetweenBatches() }
+        writer.between { [weak self] batch in self?.takeInBetweenBatches(batch) }
     }
 
-    func takeInBetweenBatches() {
+    func takeInBetweenBatches(_ batch: ChangeBatch) {
         wakeQueued.store(false, ordering: .relaxed)
-        guard let store, let newsTaker else { return }
+        guard let store, let newsTaker = newsTaker(in: batch) else { return }
         state.withValue { $0.preparing = true }
         let caughtUp = store.takeInNews(newsTaker)
         state.withValue { $0.preparing = false }
         guard !caughtUp, !wakeQueued.exchange(true, ordering: .relaxed) else { return }
         // A batch that takes the lock reads what has no news (it begins caught up with all the rest).
-        writer.submit({ [weak self] () throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { [weak self] result in
+        writer.submit({ [weak self] _ throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { [weak self] result in
             if case .failure = result { self?.wakeQueued.store(false, ordering: .relaxed) }
         })
     }

@@ -52,10 +52,10 @@ final class Journal: ChangeSink {
     struct Follower: Sendable {
         /// Makes memory equal to the store after other Heralds committed (restores it as at start,
         /// or merges what changed); whether it could.
-        let catchUp: @Sendable () -> Bool
+        let catchUp: @Sendable (ChangeBatch) -> Bool
         /// Merges into memory what other Heralds committed, from their news; false when memory could
         /// not take all of it.
-        let merge: @Sendable (StoredChanges) -> Bool
+        let merge: @Sendable (StoredChanges, ChangeBatch) -> Bool
     }
 
     /// Told of each event published, by name (metrics).
@@ -115,7 +115,7 @@ final class Journal: ChangeSink {
 
     /// The last event id given out: after a change, the id of the last event it published, or the
     /// last before it when it published none. On the writer.
-    var lastEventID: UInt64 { state.withValue { $0.sequence } }
+    func lastEventID(in batch: ChangeBatch) -> UInt64 { state.withValue { $0.sequence } }
 
     /// Told of each event published (its name), on the writer's thread.
     let published: Published?
@@ -124,18 +124,18 @@ final class Journal: ChangeSink {
     /// (setting up).
     func onWriter(_ change: @escaping @Sendable (inout State) -> Void) {
         let state = state
-        _ = try? performAndWait { state.withValue(change) }
+        _ = try? performAndWait { _ in state.withValue(change) }
     }
 
     /// How the writer's batches begin and end: with this journal's transaction, its publishing and
     /// its store's upkeep.
     var batches: Writer.Steps {
-        Writer.Steps(prepare: { [weak self] in self?.prepareBatch() }, finish: { [weak self] in self?.finishBatch() },
+        Writer.Steps(prepare: { [weak self] batch in self?.prepareBatch(batch) }, finish: { [weak self] _ in self?.finishBatch() },
                      tidy: { [weak self] in self?.store?.tidy() })
     }
 
     /// Runs `work` on the writer and waits until its batch is finished (`Writer.perform`).
-    func performAndWait<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
+    func performAndWait<T: Sendable>(_ work: @escaping @Sendable (ChangeBatch) throws(DomainError) -> T) throws(DomainError) -> T {
         try writer.perform(batches: batches, work)
     }
 
@@ -163,7 +163,7 @@ final class Journal: ChangeSink {
         writer.start(batches: batches) { state.withValue { $0.follower = follower } }
     }
 
-    func publish(_ event: DomainEvent) throws(DomainError) { _ = try post(Self.entry(for: event, at: clock.now)) }
+    func publish(_ event: DomainEvent, in batch: ChangeBatch) throws(DomainError) { _ = try post(Self.entry(for: event, at: clock.now), in: batch) }
 
     func seed(_ states: [DomainState]) {
         let now = clock.now
@@ -194,7 +194,7 @@ final class Journal: ChangeSink {
 
     /// The payload of the event the current change posted last, as JSON text (the event's data without
     /// its topic), taken: a bid answers with the bytes its event was published with, written once.
-    func takePostedPayload() -> [UInt8]? {
+    func takePostedPayload(in batch: ChangeBatch) -> [UInt8]? {
         state.withValue { state in
             defer { state.batch.lastEvent = nil }
             guard let (data, members) = state.batch.lastEvent else { return nil }
@@ -203,13 +203,13 @@ final class Journal: ChangeSink {
         }
     }
 
-    func perform(_ work: @escaping @Sendable () -> Void) {
+    func perform(_ work: @escaping @Sendable (ChangeBatch) -> Void) {
         writer.queue(batches: batches, work)
     }
 
     /// The domain's memory takes a batch's changes once it is durable (`finishBatch`), so that no
     /// reader sees a change the store does not hold.
-    func whenBatchEnds(_ end: @escaping @Sendable (_ durable: Bool) -> Void) {
+    func whenBatchEnds(in batch: ChangeBatch, _ end: @escaping @Sendable (_ durable: Bool) -> Void) {
         state.withValue { $0.batch.endings.append(Ending(run: end)) }
     }
 
@@ -218,12 +218,12 @@ final class Journal: ChangeSink {
     /// first: memory is restored from the store, and their events are published here with their ids,
     /// before any of the batch's. While memory cannot be restored, the batch's changes are refused
     /// without running.
-    func prepareBatch() -> DomainError? {
+    func prepareBatch(_ batch: ChangeBatch) -> DomainError? {
         guard let store, store.isShared else { return nil }
         do throws(StoreError) {
             state.withValue { $0.preparing = true }
             defer { state.withValue { $0.preparing = false } }
-            let start = try store.beginBatch(news: newsTaker)
+            let start = try store.beginBatch(news: newsTaker(in: batch))
             let last = state.withValue { $0.sequence }
             guard let start, start.behind || start.committed != last else {
                 state.withValue { $0.batch.sequenceBefore = last }
@@ -238,7 +238,7 @@ final class Journal: ChangeSink {
                 return state.follower
             }
             let caughtUp = visibility.write { () -> Bool in
-                guard follower?.catchUp() ?? true else { return false }
+                guard follower?.catchUp(batch) ?? true else { return false }
                 for event in missed {
                     apply(.event(id: event.id, durable: true, topic: event.topic, name: EventName(event.name), tags: event.tags,
                                  updates: [], data: event.data))
@@ -342,7 +342,7 @@ final class Journal: ChangeSink {
 
     /// Stores and publishes `change`; returns its event's id (nil for a change without event).
     @discardableResult
-    func post(_ change: Entry) throws(DomainError) -> UInt64? {
+    func post(_ change: Entry, in batch: ChangeBatch) throws(DomainError) -> UInt64? {
         let (last, opened) = state.withValue { ($0.sequence, $0.batch.sequenceBefore != nil) }
         let updates = Self.updates(change.values, change.members)
         if !change.durable, let name = change.event {

@@ -15,7 +15,7 @@ final class Writer: Sendable {
     /// One queued change: runs on the writer, and returns what to call once its batch is finished
     /// (with the batch's failure, if finishing failed).
     private struct Command: Sendable {
-        let run: @Sendable () -> @Sendable (DomainError?) -> Void
+        let run: @Sendable (ChangeBatch) -> @Sendable (DomainError?) -> Void
         /// Answers it without running it.
         let refuse: @Sendable (DomainError) -> Void
     }
@@ -33,7 +33,7 @@ final class Writer: Sendable {
 
     /// Kept in a struct (see `Lock`).
     private struct Job: Sendable {
-        let run: @Sendable () -> Void
+        let run: @Sendable (ChangeBatch) -> Void
     }
 
     private let state = Lock(State())
@@ -77,8 +77,8 @@ final class Writer: Sendable {
     /// could not. `tidy` runs after the batch's clients are answered: the store's upkeep, which they
     /// need not wait for.
     struct Steps: Sendable {
-        let prepare: @Sendable () -> DomainError?
-        let finish: @Sendable () -> DomainError?
+        let prepare: @Sendable (ChangeBatch) -> DomainError?
+        let finish: @Sendable (ChangeBatch) -> DomainError?
         let tidy: @Sendable () -> Void
     }
 
@@ -120,9 +120,10 @@ final class Writer: Sendable {
         ready.wait()
     }
 
-    /// Queues `work`. `done` gets its result, on the writer's thread, once the batch holding it is
-    /// durable and its events are published; after `stop`, at once, as a refusal.
-    func submit<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T,
+    /// Queues `work`, which is handed the batch it runs in. `done` gets its result, on the writer's
+    /// thread, once the batch holding it is durable and its events are published; after `stop`, at
+    /// once, as a refusal.
+    func submit<T: Sendable>(_ work: @escaping @Sendable (ChangeBatch) throws(DomainError) -> T,
                              done: @escaping @Sendable (Result<T, DomainError>) -> Void) {
         let command = command(work, done: done)
         let accepted = state.withLock { state -> Bool in
@@ -137,11 +138,11 @@ final class Writer: Sendable {
         }
     }
 
-    private func command<T: Sendable>(_ work: @escaping @Sendable () throws(DomainError) -> T,
+    private func command<T: Sendable>(_ work: @escaping @Sendable (ChangeBatch) throws(DomainError) -> T,
                                       done: @escaping @Sendable (Result<T, DomainError>) -> Void) -> Command {
-        Command(run: {
+        Command(run: { batch in
             let result: Result<T, DomainError>
-            do throws(DomainError) { result = .success(try work()) } catch { result = .failure(error) }
+            do throws(DomainError) { result = .success(try work(batch)) } catch { result = .failure(error) }
             return { failure in
                 if let failure, case .success = result { done(.failure(failure)) } else { done(result) }
             }
@@ -150,7 +151,7 @@ final class Writer: Sendable {
 
     /// Queues `work` to run on the writer between two batches, in none: it changes nothing a batch
     /// stores (a replica taking in other replicas' news). Dropped once the writer stops.
-    func between(_ work: @escaping @Sendable () -> Void) {
+    func between(_ work: @escaping @Sendable (ChangeBatch) -> Void) {
         let accepted = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
             state.between.append(Job(run: work))
@@ -163,12 +164,12 @@ final class Writer: Sendable {
     /// on the writer, in place before the writer starts (the thread that sets Herald up stands in),
     /// else queued. A timer's firing comes this way, so the timers' thread never waits for a batch,
     /// its commit or its sync. Dropped once the writer has stopped.
-    func queue(batches steps: Steps, _ work: @escaping @Sendable () -> Void) {
+    func queue(batches steps: Steps, _ work: @escaping @Sendable (ChangeBatch) -> Void) {
         if isCurrentThread || !state.withLock({ $0.started }) {
-            _ = try? perform(batches: steps) { work() }
+            _ = try? perform(batches: steps) { batch in work(batch) }
             return
         }
-        submit({ () throws(DomainError) in work() }, done: { _ in })
+        submit({ batch throws(DomainError) in work(batch) }, done: { _ in })
     }
 
     /// Runs `work` on the writer and waits until its batch is finished. On the writer's own thread
@@ -176,8 +177,9 @@ final class Writer: Sendable {
     /// that sets Herald up (restoring the store, the examples) stands in for the writer: `work` runs
     /// on it at once, as a batch of its own.
     /// `steps` begin and end the batch a stand-in runs; the thread's own are those `start` was given.
-    func perform<T: Sendable>(batches steps: Steps, _ work: @escaping @Sendable () throws(DomainError) -> T) throws(DomainError) -> T {
-        if isCurrentThread { return try work() }
+    func perform<T: Sendable>(batches steps: Steps, _ work: @escaping @Sendable (ChangeBatch) throws(DomainError) -> T) throws(DomainError) -> T {
+        // On the writer, within the batch running: a batch of its own would be another token for it.
+        if isCurrentThread { return try work(ChangeBatch()) }
         let early = try standingIn.run { () throws(DomainError) -> Result<T, DomainError>? in
             guard !state.withLock({ $0.started }) else { return nil }
             return thread.standIn { () -> Result<T, DomainError>? in
@@ -216,7 +218,7 @@ final class Writer: Sendable {
                 defer { state.between = [] }
                 return (!state.queue.isEmpty, state.stopped, state.between)
             }
-            for job in jobs { job.run() }
+            for job in jobs { job.run(ChangeBatch()) }
             if !jobs.isEmpty { continue }
             if !waiting {
                 if stopped { break }
@@ -246,32 +248,33 @@ final class Writer: Sendable {
     /// lock (other replicas' batches), the changes that arrive join it. Runs them in order, finishes the
     /// batch, then answers them; or refuses them all without running when the batch could not begin.
     private func runBatch(_ steps: Steps, taking take: () -> [Command]) {
-        let refusal = steps.prepare()
-        var batch = take()
+        let batch = ChangeBatch()
+        let refusal = steps.prepare(batch)
+        var commands = take()
         var answers = state.withLock { state in
             defer { state.spareAnswers = [] }
             return state.spareAnswers
         }
         defer {
             // Emptied, both arrays serve the next batch (up to `keptCapacity`: a burst's are let go).
-            batch.removeAll(keepingCapacity: true)
+            commands.removeAll(keepingCapacity: true)
             answers.removeAll(keepingCapacity: true)
             state.withLock { state in
-                if batch.capacity <= Self.keptCapacity, state.spareQueue.capacity < batch.capacity { swap(&state.spareQueue, &batch) }
+                if commands.capacity <= Self.keptCapacity, state.spareQueue.capacity < commands.capacity { swap(&state.spareQueue, &commands) }
                 if answers.capacity <= Self.keptCapacity, state.spareAnswers.capacity < answers.capacity { swap(&state.spareAnswers, &answers) }
             }
         }
         if let refusal {
-            for command in batch { command.refuse(refusal) }
+            for command in commands { command.refuse(refusal) }
             return
         }
-        for command in batch { answers.append(command.run()) }
+        for command in commands { answers.append(command.run(batch)) }
         around?.before()
         let finishing = ContinuousClock.now
-        let failure = steps.finish()
-        recorder?(batch.count, finishing.duration(to: .now))
+        let failure = steps.finish(batch)
+        recorder?(commands.count, finishing.duration(to: .now))
         counts.withLock {
-            $0.changes += batch.count
+            $0.changes += commands.count
             $0.batches += 1
         }
         for answer in answers { answer(failure) }

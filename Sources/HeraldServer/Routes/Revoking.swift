@@ -47,7 +47,7 @@ struct Revoking: Sendable {
                                       until: revocation.until.timeIntervalSince1970)
         let (journal, logger) = (journal, logger)
         return .later { answer in
-            journal.writer.submit({ () throws(DomainError) in try journal.revoke(stored) }) { result in
+            journal.writer.submit({ batch throws(DomainError) in try journal.revoke(stored, in: batch) }) { result in
                 switch result {
                 case .success:
                     let kept = apply(revocation, held: true)

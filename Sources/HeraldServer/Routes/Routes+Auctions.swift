@@ -12,8 +12,8 @@ extension Routes {
             // The new auction has no version yet: an `If-Match` cannot hold (RFC 9110 §13.1.1).
             try Preconditions(request).require(nil, "a new auction")
             let new = try NewAuction(json: try request.json())
-            return { () throws(DomainError) in
-                let auction = try auctions.create(new, defaultCurrency: currency.latest)
+            return { batch throws(DomainError) in
+                let auction = try auctions.create(new, defaultCurrency: currency.latest, in: batch)
                 return .json(auction.json(at: auctions.now), status: .created, headers: [.location: "/auctions/\(auction.id)"])
             }
         }
@@ -57,12 +57,12 @@ extension Routes {
             guard replicated || auctions.exists(id) else { throw DomainError.notFound("auction", id) }
             let bid = try NewBid(json: try request.json(), as: caller)
             let conditions = Preconditions(request)
-            return { () throws(DomainError) in
+            return { batch throws(DomainError) in
                 // `If-Match`: a bid only if nobody bid since the client read the auction.
                 if !conditions.isEmpty { try conditions.check(auctions.latest(id).map(EntityTag.of), "auction \(id)") }
-                let result = try auctions.bid(on: id, bid)
+                let result = try auctions.bid(on: id, bid, in: batch)
                 // The answer is the bid's event without its topic: the bytes it was published with.
-                let body = journal.takePostedPayload()
+                let body = journal.takePostedPayload(in: batch)
                     ?? JSONValue.object([("bid", result.bid.json), ("auction", result.auction.json(at: auctions.now))]).bytes
                 return Response(status: .created, headers: Response.jsonHeaders + [.location: "/auctions/\(id)/bids/\(result.bid.number)",
                                                                                       .eTag: EntityTag.of(result.auction)],

@@ -12,9 +12,9 @@ extension Routes {
         write(.put, "/currency", topic: "currency") { request, _ in
             let wanted = try Currency(json: try request.json())
             let conditions = Preconditions(request)
-            return { () throws(DomainError) in
+            return { batch throws(DomainError) in
                 try conditions.check(EntityTag.of(currency.latest), "the currency")
-                try currency.set(wanted)
+                try currency.set(wanted, in: batch)
                 return .json(wanted.json, etag: EntityTag.of(wanted))
             }
         }

@@ -9,8 +9,8 @@ extension Routes {
             // A notification has no version: an `If-Match` cannot hold (RFC 9110 §13.1.1).
             try Preconditions(request).require(nil, "notification '\(RequestGuard.printable(request.parameter("name")))'")
             let post = try NotificationPost(name: request.parameter("name"), json: try request.json())
-            return { () throws(DomainError) in
-                let id = try journal.post(post.entry(postedAt: Timestamp.format(journal.now)))
+            return { batch throws(DomainError) in
+                let id = try journal.post(post.entry(postedAt: Timestamp.format(journal.now)), in: batch)
                 return .json(["id": .string(String(id ?? 0))], status: .accepted)
             }
         }

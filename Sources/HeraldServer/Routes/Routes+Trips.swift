@@ -10,8 +10,8 @@ extension Routes {
             // The new trip has no version yet: an `If-Match` cannot hold (RFC 9110 §13.1.1).
             try Preconditions(request).require(nil, "a new trip")
             let new = try NewTrip(json: try request.json()), style = try request.displayStyle()
-            return { () throws(DomainError) in
-                let trip = try trips.create(new)
+            return { batch throws(DomainError) in
+                let trip = try trips.create(new, in: batch)
                 return .json(trip.json(style: style), status: .created, headers: [.location: "/trips/\(trip.id)"] + Self.language(style.locale))
             }
         }
@@ -42,9 +42,9 @@ extension Routes {
             if !replicated { _ = try trips.get(id) }
             let patch = try TripPatch(json: try request.json()), style = try request.displayStyle()
             let conditions = Preconditions(request)
-            return { () throws(DomainError) in
+            return { batch throws(DomainError) in
                 try conditions.check(trips.latest(id).map { EntityTag.of($0, style: style) }, "trip '\(id)'")
-                let trip = try trips.setActualDeparture(id, to: patch.actualDeparture)
+                let trip = try trips.setActualDeparture(id, to: patch.actualDeparture, in: batch)
                 return .json(bytes: trip.json(style: style).bytes, etag: EntityTag.of(trip, style: style), headers: Self.language(style.locale))
             }
         }
@@ -53,9 +53,9 @@ extension Routes {
             if !replicated { _ = try trips.get(id) }
             let delay = try TripDelay(json: try request.json()), style = try request.displayStyle()
             let conditions = Preconditions(request)
-            return { () throws(DomainError) in
+            return { batch throws(DomainError) in
                 try conditions.check(trips.latest(id).map { EntityTag.of($0, style: style) }, "trip '\(id)'")
-                let trip = try trips.delay(id, bySeconds: delay.seconds)
+                let trip = try trips.delay(id, bySeconds: delay.seconds, in: batch)
                 return .json(bytes: trip.json(style: style).bytes, etag: EntityTag.of(trip, style: style), headers: Self.language(style.locale))
             }
         }

@@ -26,9 +26,9 @@ extension Routes {
             let id = request.parameter("id")
             let unit = try HeraldDomain.Unit(id: id, json: try request.json())
             let conditions = Preconditions(request)
-            return { () throws(DomainError) in
+            return { batch throws(DomainError) in
                 try conditions.check(units.latest(id).map(EntityTag.of), "unit '\(id)'")
-                let created = try units.put(unit)
+                let created = try units.put(unit, in: batch)
                 // Written once, and kept for the next GET and the next change's condition.
                 let (bytes, etag) = encodings.encoded(unit)
                 return .json(bytes: bytes, etag: etag, status: created ? .created : .ok,
@@ -38,9 +38,9 @@ extension Routes {
         write(.delete, "/units/{id}", topic: "units/{id}") { request, _ in
             let id = request.parameter("id")
             let conditions = Preconditions(request)
-            return { () throws(DomainError) in
+            return { batch throws(DomainError) in
                 try conditions.check(units.latest(id).map(EntityTag.of), "unit '\(id)'")
-                try units.delete(id)
+                try units.delete(id, in: batch)
                 return .empty(status: .noContent)
             }
         }

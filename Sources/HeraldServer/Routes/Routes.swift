@@ -10,7 +10,7 @@ import Logging
 /// What went wrong underneath is logged here with the request's id, which the problem carries too.
 struct Routes {
     /// What a route that changes state does on the writer: the change, and the answer it makes.
-    typealias Change = @Sendable () throws(DomainError) -> Response
+    typealias Change = @Sendable (ChangeBatch) throws(DomainError) -> Response
 
     private(set) var router: Router
     /// The reads `QuickReads` may answer, each also a route of `router` (see `read(_:parameter:kept:)`).
@@ -60,16 +60,16 @@ struct Routes {
             let handled = try handler(request, caller)
             // `Herald-Event-ID`: the event the change published (the last id before it when it published
             // none), so a client knows when its own change reaches a stream; a kept answer keeps it.
-            let made: Change = { () throws(DomainError) -> Response in
-                var response = try handled()
-                response.headers[.heraldEventID] = String(journal.lastEventID)
+            let made: Change = { batch throws(DomainError) -> Response in
+                var response = try handled(batch)
+                response.headers[.heraldEventID] = String(journal.lastEventID(in: batch))
                 return response
             }
             let change: Change = if let idempotency {
-                { () throws(DomainError) -> Response in
-                    if let kept = try journal.keptAnswer(for: idempotency.key) { return idempotency.replay(kept) }
-                    let response = try made()
-                    if let answer = idempotency.answer(response, at: journal.now) { journal.keep(answer) }
+                { batch throws(DomainError) -> Response in
+                    if let kept = try journal.keptAnswer(for: idempotency.key, in: batch) { return idempotency.replay(kept) }
+                    let response = try made(batch)
+                    if let answer = idempotency.answer(response, at: journal.now) { journal.keep(answer, in: batch) }
                     return response
                 }
             } else {
