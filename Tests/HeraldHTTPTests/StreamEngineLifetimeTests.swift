@@ -19,12 +19,13 @@ import Testing
     }
 
     /// A feed that ends with its first take (`.complete`), or with the engine's `closeAll(.graceful)`,
-    /// and whose close takes a while: it says whether it had finished closing.
-    final class SlowClosingFeed: EventFeed, @unchecked Sendable {
+    /// and which, when it is closed, looks whether the stream's last chunk has reached the peer.
+    final class PeekingFeed: EventFeed, @unchecked Sendable {
+        // Unchecked: set before the stream is added, then the engine's thread alone.
         let completes: Bool
-        private let closed = Atomic<Bool>(false)
+        var peer: Int32 = -1
+        private(set) var closedBeforeTheEnd: Bool?
         init(completes: Bool) { self.completes = completes }
-        var isClosed: Bool { closed.load(ordering: .acquiring) }
         func take(into out: inout [UInt8], limit: Int) -> FeedPoll {
             guard completes else { return .idle }
             out += Array("data: last\n\n".utf8)
@@ -33,45 +34,51 @@ import Testing
         func setWaker(_ waker: @escaping @Sendable (Bool) -> Void) {}
         func last(into out: inout [UInt8]) { out += Array("event: bye\ndata: {}\n\n".utf8) }
         func close() {
-            Thread.sleep(forTimeInterval: 0.3)
-            closed.store(true, ordering: .releasing)
+            var waiting = [UInt8](repeating: 0, count: 4096)
+            let count = recv(peer, &waiting, waiting.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+            closedBeforeTheEnd = !(count > 0 && waiting[..<count].elementsEqual(Array("head\n".utf8) + Self.ending(completes)))
+        }
+        /// What the stream ends with after its head (chunked): the feed's last bytes, then the last chunk.
+        static func ending(_ completes: Bool) -> [UInt8] {
+            let body = Array((completes ? "data: last\n\n" : "event: bye\ndata: {}\n\n").utf8)
+            return Array(String(body.count, radix: 16).utf8) + [0x0D, 0x0A] + body + [0x0D, 0x0A] + Array("0\r\n\r\n".utf8)
         }
     }
 
     /// A client that reads its stream's end (the last chunk) may at once renew or resume it, and must
     /// find it gone: the feed (which holds the renewal lease and the subscription) is closed before
-    /// the stream's last bytes are written, not after. With the close after the write, the client read
-    /// the end 0.3 s before the feed was closed.
+    /// the stream's last bytes are written, not after. On the embedded engine the feed looks, when it
+    /// is closed, whether the end is out already: no timing decides it. (Closed after the write, a
+    /// client read the end 0.3 s before the feed was closed.)
     @Test func aStreamThatEndsCleanlyClosesItsFeedBeforeItsLastBytes() throws {
-        let engine = StreamEngine(limit: 10)
-        engine.start(heartbeat: nil)
-        defer { engine.stop() }
         for completes in [true, false] {
+            let engine = StreamEngine(limit: 10)
+            let embedded = StreamEngine.Embedded(engine)
+            defer { embedded.stop() }
             var fds: [Int32] = [0, 0]
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
             defer { close(fds[1]) }
-            var wait = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(fds[1], SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-            let feed = SlowClosingFeed(completes: completes)
-            try engine.add(socket: fds[0], framing: .chunked, feed: feed, client: "test", requestID: "r", path: "/", start: [])
-            if !completes { engine.closeAll(.graceful) }
-            let lastChunk = Array("0\r\n\r\n".utf8)
-            var received: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while !received.suffix(lastChunk.count).elementsEqual(lastChunk) {
-                let count = read(fds[1], &chunk, chunk.count)
-                guard count > 0 else { break }
-                received += chunk[0..<count]
+            let feed = PeekingFeed(completes: completes)
+            feed.peer = fds[1]
+            try engine.add(socket: fds[0], framing: .chunked, feed: feed, client: "test", requestID: "r", path: "/", start: Array("head\n".utf8))
+            embedded.runUntilIdle()
+            if !completes {
+                engine.closeAll(.graceful)
+                embedded.runUntilIdle()
             }
-            #expect(received.suffix(lastChunk.count).elementsEqual(lastChunk), "the body's last chunk came")
-            #expect(feed.isClosed, "the feed was closed before the end was written (completes: \(completes))")
+            #expect(feed.closedBeforeTheEnd == true, "the feed was closed before the end was written (completes: \(completes))")
+            var received = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fds[1], &received, received.count, Int32(MSG_DONTWAIT))
+            #expect(count > 0 && received[..<count].elementsEqual(Array("head\n".utf8) + PeekingFeed.ending(completes)), "the end came")
         }
     }
 
+    /// On the embedded engine: every stream registered and written to, then the engine stops with all
+    /// of them open, and lets go of each.
     @Test func streamsEndedAtStopAreLetGo() throws {
         weak var kept: WakingFeed?
         let engine = StreamEngine(limit: 100)
-        engine.start(heartbeat: nil)
+        let embedded = StreamEngine.Embedded(engine)
         var pairs: [(Int32, Int32)] = []
         do {
             for index in 0..<20 {
@@ -84,10 +91,11 @@ import Testing
                                path: "/", start: Array("hello\n".utf8))
             }
         }
-        // Every stream registered and written to, then the engine stops with all of them open.
+        embedded.runUntilIdle()
+        #expect(embedded.streamCount == 20)
         var first = [UInt8](repeating: 0, count: 6)
-        #expect(read(pairs[0].1, &first, 6) == 6)
-        engine.stop()
+        #expect(recv(pairs[0].1, &first, 6, Int32(MSG_DONTWAIT)) == 6)
+        embedded.stop()
         #expect(kept == nil, "a stream ended at stop is still held by the engine")
         for (_, peer) in pairs { close(peer) }
     }
