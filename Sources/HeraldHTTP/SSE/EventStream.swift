@@ -13,6 +13,9 @@ enum StreamFraming: Sendable {
 
 /// One SSE stream after libmicrohttpd handed its socket over. Everything but `scheduled` belongs to its
 /// loop's thread (one of the engine's); other threads reach a stream only through `StreamEngine.wake`.
+/// Checked in every build, at the two doors: a loop reaches its streams only through its `Owned`
+/// (`ThreadBound`: its thread alone), and each function that touches a stream's state (`register`,
+/// `handle`, `flush`, `drop`) checks that the stream is that loop's.
 final class EventStream: @unchecked Sendable {
     // Unchecked: made on the server's thread, then owned by the engine's (handed over through its
     // inbox, whose lock orders the two); `scheduled` is the one atomic others touch.

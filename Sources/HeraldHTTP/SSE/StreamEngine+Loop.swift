@@ -271,6 +271,7 @@ extension StreamEngine {
     }
 
     func register(_ stream: EventStream, in loop: Loop) {
+        precondition(stream.loop == loop.index, "a stream of loop \(stream.loop) touched by loop \(loop.index)")
         // Two system calls saved on a socket whose options are as accepted (Nagle off from the listener).
         if !stream.asAccepted { clinux_send_immediately(stream.socket) }
         guard cepoll_add(loop.epoll, stream.socket, CEPOLL_IN | CEPOLL_OUT | CEPOLL_RDHUP | CEPOLL_ET, stream.token) == 0 else {

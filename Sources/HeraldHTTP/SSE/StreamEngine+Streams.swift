@@ -7,6 +7,7 @@ import Synchronization
 // A stream on its loop: its socket's readiness handled, its queue flushed, heartbeats, and its end.
 extension StreamEngine {
     func handle(_ bits: UInt32, on stream: EventStream, in loop: Loop, scratch: UnsafeMutableRawBufferPointer) {
+        precondition(stream.loop == loop.index, "a stream of loop \(stream.loop) touched by loop \(loop.index)")
         if bits & (CEPOLL_HUP | CEPOLL_ERR) != 0 {
             drop(stream, .clientLeft, in: loop)
             return
@@ -44,6 +45,7 @@ extension StreamEngine {
     /// the socket is full. A stream with much queued yields after a few writes, so one busy client
     /// cannot hold up the others.
     func flush(_ stream: EventStream, in loop: Loop) {
+        precondition(stream.loop == loop.index, "a stream of loop \(stream.loop) touched by loop \(loop.index)")
         if stream.life.closing == .abort {
             drop(stream, stream.life.reason ?? .shutdown, in: loop)
             return
@@ -139,6 +141,7 @@ extension StreamEngine {
     }
 
     func drop(_ stream: EventStream, _ reason: StreamSummary.End, in loop: Loop, shuttingDown: Bool = false) {
+        precondition(stream.loop == loop.index, "a stream of loop \(stream.loop) touched by loop \(loop.index)")
         guard stream.life.drop() else { return }
         observer?.streamEnded(StreamSummary(requestID: stream.requestID, client: stream.client, path: stream.path,
                                             duration: stream.opened.duration(to: .now), events: stream.feed.eventsTaken, end: reason))
