@@ -45,6 +45,20 @@ public struct Revocation: Sendable, Equatable {
         }
     }
 
+    /// The revocation kept under `key` (`sub:…`, `jti:…` or `all`), as a store or a replica's message
+    /// gives it back; nil for a key that names none, or `all` without `issuedBefore`.
+    public init?(key: String, issuedBefore: Date?, until: Date) {
+        if key.hasPrefix("sub:") {
+            self.init(scope: .subject(String(key.dropFirst(4))), issuedBefore: issuedBefore, until: until)
+        } else if key.hasPrefix("jti:") {
+            self.init(scope: .token(String(key.dropFirst(4))), issuedBefore: nil, until: until)
+        } else if key == "all", let issuedBefore {
+            self.init(scope: .all, issuedBefore: issuedBefore, until: until)
+        } else {
+            return nil
+        }
+    }
+
     /// This one and `other` of the same key as one: the later time and the later end of each.
     public func merged(with other: Revocation) -> Revocation {
         let issuedBefore: Date? = switch (self.issuedBefore, other.issuedBefore) {

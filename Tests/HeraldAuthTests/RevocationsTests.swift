@@ -22,6 +22,12 @@ import Testing
         #expect(!byToken.covers(Self.token("ann", issued: nil, jti: "t2")))
         let byTime = Revocation(scope: .all, issuedBefore: Self.now, until: until)
         #expect(byTime.covers(Self.token(nil, issued: nil, jti: nil)) && !byTime.covers(Self.token(nil, issued: Self.now, jti: nil)))
+        // Each is read back from its key, as a store and a replica's message give it.
+        for revocation in [byUser, byToken, byTime] {
+            #expect(Revocation(key: revocation.key, issuedBefore: revocation.issuedBefore, until: until) == revocation, "\(revocation.key)")
+        }
+        #expect(Revocation(key: "all", issuedBefore: nil, until: until) == nil, "every token, issued before no time")
+        #expect(Revocation(key: "kid:a", issuedBefore: Self.now, until: until) == nil)
 
         let kept = Revocations([byUser])
         #expect(kept.covering(Self.token("ann", issued: nil, jti: nil), at: Self.now) == byUser)

@@ -43,15 +43,14 @@ struct Revoking: Sendable {
             throw Problem(status: .conflict, detail: "Herald keeps at most \(Revocations.limit) revocations; each is dropped at its until, "
                           + "or revoke by time (issuedBefore alone) to cover many at once")
         }
-        let stored = StoredRevocation(key: revocation.key, issuedBefore: revocation.issuedBefore?.timeIntervalSince1970,
-                                      until: revocation.until.timeIntervalSince1970)
+        let stored = Self.stored(revocation)
         let (journal, logger) = (journal, logger)
         return .later { answer in
             journal.writer.submit({ batch throws(DomainError) in try journal.revoke(stored, in: batch) }) { result in
                 switch result {
                 case .success:
                     let kept = apply(revocation, held: true)
-                    listener?.send(String(decoding: JSONValue.object([("revoke", Self.json(kept))]).bytes, as: UTF8.self))
+                    listener?.send(Self.message(Self.stored(kept)))
                     logger.notice("tokens revoked", metadata: ["auth.revoked": "\(kept.key)"])
                     answer(.json(Self.json(kept), status: .created, headers: [.cacheControl: "no-store"]))
                 case .failure(let error):
@@ -74,8 +73,21 @@ struct Revoking: Sendable {
     /// A replica's message (this one's included): a revocation another replica stored. False: not one.
     func received(_ message: JSONValue) -> Bool {
         guard let body = message["revoke"] else { return false }
-        if let revocation = Self.revocation(stored: body) { apply(revocation) }
+        if let key = body["key"]?.stringValue, let until = body["until"]?.stringValue.flatMap(Double.init),
+           let revocation = Self.revocation(StoredRevocation(key: key, issuedBefore: body["issuedBefore"]?.stringValue.flatMap(Double.init),
+                                                             until: until)) {
+            apply(revocation)
+        }
         return true
+    }
+
+    /// The message that tells the other replicas of `stored`: `{"revoke": {key, issuedBefore?, until}}`,
+    /// with the store's own fields (its times as text, which reads back exactly).
+    static func message(_ stored: StoredRevocation) -> String {
+        var fields: [(String, JSONValue)] = [("key", .string(stored.key))]
+        if let before = stored.issuedBefore { fields.append(("issuedBefore", .string(String(before)))) }
+        fields.append(("until", .string(String(stored.until))))
+        return String(decoding: JSONValue.object([("revoke", .object(fields))]).bytes, as: UTF8.self)
     }
 
     /// The revocations the store holds, read again (on replicas, every few seconds and after each
@@ -116,7 +128,7 @@ struct Revoking: Sendable {
                           until: Date(timeIntervalSince1970: end.timeIntervalSince1970.rounded(.up)))
     }
 
-    /// How a revocation reads in answers and in the replicas' messages.
+    /// How a revocation reads in answers.
     static func json(_ revocation: Revocation) -> JSONValue {
         var members: [(String, JSONValue)] = []
         switch revocation.scope {
@@ -129,22 +141,15 @@ struct Revoking: Sendable {
         return .object(members)
     }
 
-    /// A revocation as `json` wrote it (another replica's), or as stored.
-    static func revocation(stored body: JSONValue) -> Revocation? {
-        guard let until = body["until"]?.stringValue.flatMap(Timestamp.parse) else { return nil }
-        let issuedBefore = body["issuedBefore"]?.stringValue.flatMap(Timestamp.parse)
-        if let sub = body["sub"]?.stringValue { return Revocation(scope: .subject(sub), issuedBefore: issuedBefore, until: until) }
-        if let jti = body["jti"]?.stringValue { return Revocation(scope: .token(jti), issuedBefore: nil, until: until) }
-        return issuedBefore.map { Revocation(scope: .all, issuedBefore: $0, until: until) }
+    /// A revocation as the store keeps it, and as the replicas' messages carry it.
+    static func stored(_ revocation: Revocation) -> StoredRevocation {
+        StoredRevocation(key: revocation.key, issuedBefore: revocation.issuedBefore?.timeIntervalSince1970,
+                         until: revocation.until.timeIntervalSince1970)
     }
 
-    /// A stored revocation, read back at start.
+    /// A stored revocation (read at start, read again on replicas, or from a replica's message).
     static func revocation(_ stored: StoredRevocation) -> Revocation? {
-        let until = Date(timeIntervalSince1970: stored.until)
-        let issuedBefore = stored.issuedBefore.map { Date(timeIntervalSince1970: $0) }
-        if stored.key.hasPrefix("sub:") { return Revocation(scope: .subject(String(stored.key.dropFirst(4))), issuedBefore: issuedBefore, until: until) }
-        if stored.key.hasPrefix("jti:") { return Revocation(scope: .token(String(stored.key.dropFirst(4))), issuedBefore: nil, until: until) }
-        guard stored.key == "all", let issuedBefore else { return nil }
-        return Revocation(scope: .all, issuedBefore: issuedBefore, until: until)
+        Revocation(key: stored.key, issuedBefore: stored.issuedBefore.map { Date(timeIntervalSince1970: $0) },
+                   until: Date(timeIntervalSince1970: stored.until))
     }
 }
