@@ -164,9 +164,9 @@ final class Writer: Sendable {
     /// on the writer, in place before the writer starts (the thread that sets Herald up stands in),
     /// else queued. A timer's firing comes this way, so the timers' thread never waits for a batch,
     /// its commit or its sync. Dropped once the writer has stopped.
-    func queue(batches steps: Steps, _ work: @escaping @Sendable (ChangeBatch) -> Void) {
+    func queue(batches steps: @autoclosure () -> Steps, _ work: @escaping @Sendable (ChangeBatch) -> Void) {
         if isCurrentThread || !state.withLock({ $0.started }) {
-            _ = try? perform(batches: steps) { batch in work(batch) }
+            _ = try? perform(batches: steps()) { batch in work(batch) }
             return
         }
         submit({ batch throws(DomainError) in work(batch) }, done: { _ in })
@@ -176,8 +176,9 @@ final class Writer: Sendable {
     /// (a change that makes another) it runs at once, in the current batch. Before `start`, the thread
     /// that sets Herald up (restoring the store, the examples) stands in for the writer: `work` runs
     /// on it at once, as a batch of its own.
-    /// `steps` begin and end the batch a stand-in runs; the thread's own are those `start` was given.
-    func perform<T: Sendable>(batches steps: Steps, _ work: @escaping @Sendable (ChangeBatch) throws(DomainError) -> T) throws(DomainError) -> T {
+    /// `steps` begin and end the batch a stand-in runs (made only then); the thread's own are those
+    /// `start` was given.
+    func perform<T: Sendable>(batches steps: @autoclosure () -> Steps, _ work: @escaping @Sendable (ChangeBatch) throws(DomainError) -> T) throws(DomainError) -> T {
         // On the writer, within the batch running: a batch of its own would be another token for it.
         if isCurrentThread { return try work(ChangeBatch()) }
         let early = try standingIn.run { () throws(DomainError) -> Result<T, DomainError>? in
@@ -185,7 +186,7 @@ final class Writer: Sendable {
             return thread.standIn { () -> Result<T, DomainError>? in
                 let outcome = Lock<Result<T, DomainError>?>(nil)
                 let command = command(work) { result in outcome.withLock { $0 = result } }
-                runBatch(steps) { [command] }
+                runBatch(steps()) { [command] }
                 return outcome.withLock { $0 }
             } ?? .failure(DomainError(.failed, "the change was not answered"))
         }
