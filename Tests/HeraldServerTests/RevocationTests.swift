@@ -132,14 +132,8 @@ import Testing
         let second = try await TestHerald.secured { $0.postgresURL = url }
         defer { second.stop() }
         let admin = try await Self.token(sub: "root", issued: nil, jti: "root", admin: true)
-        let ann = try await Self.token(sub: "ann", issued: Date().addingTimeInterval(-60), jti: "ann-1")
-        let bob = try await Self.token(sub: "bob", issued: Date().addingTimeInterval(-60), jti: "bob-1")
-        let annStream = try second.stream("/currency/events", headers: Tokens.bearer(ann))
-        defer { annStream.close() }
-        let bobStream = try second.stream("/currency/events", headers: Tokens.bearer(bob))
-        defer { bobStream.close() }
-        #expect(try annStream.next(named: "stream").json["stream"] is String)
-        #expect(try bobStream.next(named: "stream").json["stream"] is String)
+        let (ann, bob, annStream, bobStream) = try await Self.annAndBobWatching(second)
+        defer { annStream.close(); bobStream.close() }
         #expect(try Self.revoke(first, #"{"sub":"ann"}"#, as: admin).status == 201)
         #expect(try annStream.next(named: "revoked").json["stream"] is String, "the other replica's stream ends")
         #expect(eventually {
@@ -147,6 +141,17 @@ import Testing
         })
         #expect(try second.client().request("PUT", "/currency", json: #"{"default":"euro"}"#, headers: Tokens.bearer(bob)).status == 200)
         #expect(Self.sees(bobStream, "euro"), "bob's stream goes on")
+    }
+
+    /// Ann's and bob's tokens, issued a minute ago, and a stream of each on `server`, told its id.
+    static func annAndBobWatching(_ server: TestHerald) async throws -> (ann: String, bob: String, annStream: SSEClient, bobStream: SSEClient) {
+        let ann = try await token(sub: "ann", issued: Date().addingTimeInterval(-60), jti: "ann-1")
+        let bob = try await token(sub: "bob", issued: Date().addingTimeInterval(-60), jti: "bob-1")
+        let annStream = try server.stream("/currency/events", headers: Tokens.bearer(ann))
+        let bobStream = try server.stream("/currency/events", headers: Tokens.bearer(bob))
+        #expect(try annStream.next(named: "stream").json["stream"] is String)
+        #expect(try bobStream.next(named: "stream").json["stream"] is String)
+        return (ann, bob, annStream, bobStream)
     }
 
     /// A revocation whose message a replica missed (its listener, or the sender's, was reconnecting):
@@ -157,14 +162,8 @@ import Testing
         let url = try TestPostgres.database()
         let server = try await TestHerald.secured { $0.postgresURL = url }
         defer { server.stop() }
-        let ann = try await Self.token(sub: "ann", issued: Date().addingTimeInterval(-60), jti: "ann-1")
-        let bob = try await Self.token(sub: "bob", issued: Date().addingTimeInterval(-60), jti: "bob-1")
-        let annStream = try server.stream("/currency/events", headers: Tokens.bearer(ann))
-        defer { annStream.close() }
-        let bobStream = try server.stream("/currency/events", headers: Tokens.bearer(bob))
-        defer { bobStream.close() }
-        #expect(try annStream.next(named: "stream").json["stream"] is String)
-        #expect(try bobStream.next(named: "stream").json["stream"] is String)
+        let (ann, bob, annStream, bobStream) = try await Self.annAndBobWatching(server)
+        defer { annStream.close(); bobStream.close() }
         let now = Date().timeIntervalSince1970
         _ = try TestPostgres.run("INSERT INTO herald_revocations (key, issued_before, until) VALUES ('sub:ann', \(now + 1), \(now + 3_600))", on: url)
         let revoked = try annStream.next(named: "revoked", timeout: 15)

@@ -21,8 +21,8 @@ import Testing
         #expect(!owner.isCurrent)
     }
 
-    /// Another thread that reaches for the state once the owner runs stops a debug build.
-    @Test func anotherThreadStopsADebugBuild() async {
+    /// Another thread that reaches for the state once the owner runs stops the process, in every build.
+    @Test func anotherThreadStopsTheProcess() async {
         await #expect(processExitsWith: .failure) {
             let owner = OwnerThread(name: "test-owner")
             let bound = ThreadBound(0, owner: owner)
