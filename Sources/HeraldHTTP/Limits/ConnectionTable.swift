@@ -22,9 +22,8 @@ import Synchronization
 /// reports a connection closed (daemon.c:3799) before it closes its socket (daemon.c:3845), so every
 /// descriptor in the table is still the connection's own.
 final class ConnectionTable: Sendable {
-    /// One for every descriptor number up to the highest in use, streams' included (their numbers
-    /// are in use too): 48 bytes, its times kept as nanoseconds (`Int64.min`: none), where three
-    /// optional moments made it 72, about 50 bytes more for every open stream with the array's room.
+    /// One for every connection (`Pages`): 48 bytes, its times kept as nanoseconds (`Int64.min`: none),
+    /// where three optional moments made it 72.
     private struct Entry {
         /// -1: a free place.
         var socket: Int32
@@ -68,20 +67,71 @@ final class ConnectionTable: Sendable {
     /// connection closed before it closes the socket (daemon.c:3799), so a number is free again before
     /// the kernel can give it to the next connection.
     private struct State {
-        /// Changed in place (`entries[slot].field`): an optional entry was copied at every look.
-        var entries: [Entry] = []
+        var entries = Pages()
         var count = 0
         var perAddress: [String: Int] = [:]
 
-        func holds(_ slot: Int) -> Bool { slot >= 0 && slot < entries.count && entries[slot].socket >= 0 }
+        func holds(_ slot: Int) -> Bool { entries.holds(slot) }
 
         mutating func remove(at slot: Int) {
             guard holds(slot) else { return }
             let address = entries[slot].address
-            entries[slot] = Entry.free
+            entries.remove(slot)
             count -= 1
             let left = perAddress[address, default: 1] - 1
             perAddress[address] = left > 0 ? left : nil
+        }
+    }
+
+    /// The entries by socket number, in pages of `size` numbers, each made when one of its numbers is a
+    /// connection's and let go when none is. A stream's socket is not a connection's (libmicrohttpd
+    /// reported its connection closed when it was handed over), and one array of every number up to the
+    /// highest in use cost every open stream its 48 bytes, 80 with the array's room (heaptrack, 10,000
+    /// streams); pages of streams only are empty arrays.
+    private struct Pages {
+        static let size = 64
+        /// Empty: no number of the page is held.
+        private var pages: [[Entry]] = []
+        /// How many numbers each page holds.
+        private var held: [Int] = []
+
+        func holds(_ slot: Int) -> Bool {
+            let page = slot / Self.size
+            return slot >= 0 && page < pages.count && !pages[page].isEmpty && pages[page][slot % Self.size].socket >= 0
+        }
+
+        /// The entry of a number held (`holds`), changed in place.
+        subscript(slot: Int) -> Entry {
+            get { pages[slot / Self.size][slot % Self.size] }
+            _modify { yield &pages[slot / Self.size][slot % Self.size] }
+        }
+
+        /// Holds `slot` (≥ 0, not held) with `entry`.
+        mutating func add(_ slot: Int, _ entry: Entry) {
+            let page = slot / Self.size
+            if pages.count <= page {
+                pages += Array(repeating: [], count: page + 1 - pages.count)
+                held += Array(repeating: 0, count: page + 1 - held.count)
+            }
+            if pages[page].isEmpty { pages[page] = Array(repeating: .free, count: Self.size) }
+            pages[page][slot % Self.size] = entry
+            held[page] += 1
+        }
+
+        /// Lets `slot` (held) go, and its page with the last.
+        mutating func remove(_ slot: Int) {
+            let page = slot / Self.size
+            held[page] -= 1
+            if held[page] == 0 { pages[page] = [] } else { pages[page][slot % Self.size] = .free }
+        }
+
+        var pagesInUse: Int { held.count { $0 > 0 } }
+
+        /// The numbers held, lowest first.
+        var slots: [Int] {
+            pages.indices.flatMap { page in
+                pages[page].indices.lazy.filter { pages[page][$0].socket >= 0 }.map { page * Self.size + $0 }
+            }
         }
     }
 
@@ -109,8 +159,7 @@ final class ConnectionTable: Sendable {
         state.withLock { state in
             // Not reported closed (it always is): its count goes with it.
             state.remove(at: slot)
-            if state.entries.count <= slot { state.entries += Array(repeating: Entry.free, count: max(slot + 1 - state.entries.count, 64)) }
-            state.entries[slot] = entry
+            state.entries.add(slot, entry)
             state.count += 1
             state.perAddress[address, default: 0] += 1
         }
@@ -158,16 +207,21 @@ final class ConnectionTable: Sendable {
         update(connection) { $0.deadline = deadline }
     }
 
-    func closed(_ connection: OpaquePointer) {
-        let slot = Int(cmhd_connection_fd(connection))
-        guard slot >= 0 else { return }
-        state.withLock { $0.remove(at: slot) }
+    func closed(_ connection: OpaquePointer) { closed(socket: cmhd_connection_fd(connection)) }
+
+    /// The connection on `socket` was closed.
+    func closed(socket: Int32) {
+        guard socket >= 0 else { return }
+        state.withLock { $0.remove(at: Int(socket)) }
     }
+
+    /// Pages of numbers that hold a connection (`Pages`).
+    var pagesInUse: Int { state.withLock { $0.entries.pagesInUse } }
 
     /// Shuts down every connection past its deadline.
     func sweep(at now: Moment = .now) {
         state.withLock { state in
-            for slot in state.entries.indices where state.entries[slot].socket >= 0 && !state.entries[slot].closing {
+            for slot in state.entries.slots where !state.entries[slot].closing {
                 guard let deadline = state.entries[slot].deadline, deadline <= now else { continue }
                 shutdown(state.entries[slot].socket, Int32(SHUT_RDWR))
                 state.entries[slot].closing = true
@@ -185,14 +239,15 @@ final class ConnectionTable: Sendable {
     func closeIdle(_ count: Int, grace: Duration = .seconds(1), at now: Moment = .now) -> Int {
         guard count > 0 else { return 0 }
         return state.withLock { state in
-            let idle = state.entries.indices.compactMap { slot -> (key: Int, since: Moment)? in
+            let slots = state.entries.slots
+            let idle = slots.compactMap { slot -> (key: Int, since: Moment)? in
                 let entry = state.entries[slot]
                 guard entry.socket >= 0, !entry.closing, let since = entry.idleSince, since + grace <= now else { return nil }
                 return (slot, since)
             }
             var chosen = idle.count <= count ? idle.map(\.key) : idle.sorted { $0.since < $1.since }.prefix(count).map(\.key)
             if chosen.count < count {
-                let sending = state.entries.indices.compactMap { slot -> (key: Int, share: Int, since: Moment)? in
+                let sending = slots.compactMap { slot -> (key: Int, share: Int, since: Moment)? in
                     let entry = state.entries[slot]
                     guard entry.socket >= 0, !entry.closing, entry.idleSince == nil, let since = entry.sendingSince,
                           entry.deadline != nil, since + grace <= now else { return nil }
