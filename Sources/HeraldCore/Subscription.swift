@@ -43,15 +43,15 @@ public final class Subscription: Sendable {
     /// Sets the function called, on the publisher's thread and outside every lock, when events
     /// arrive after a poll returned `.idle` (with `false`), or when the subscription ends (with `true`).
     public func setWaker(_ waker: @escaping Waker) {
-        observer.state.withLock { $0.waker = waker }
+        observer.withState { $0.waker = waker }
     }
 
     /// Whether its first events (a snapshot or a replay) are still queued.
-    public var catchingUp: Bool { observer.state.withLock { $0.initial > 0 } }
+    public var catchingUp: Bool { observer.withState { $0.initial > 0 } }
 
     /// Takes up to `limit` queued events.
     public func poll(limit: Int = .max) -> Poll {
-        observer.state.withLock { state in
+        observer.withState { state in
             if let end = state.end { return .ended(end) }
             if state.queue.isEmpty {
                 state.waiting = true
@@ -70,7 +70,7 @@ public final class Subscription: Sendable {
     /// - Returns: `.taken` when events were taken, `.idle` when there were none (the waker will be
     ///   called), `.ended` when the subscription is over.
     public func drain(_ body: (Event) -> Bool) -> Drained {
-        observer.state.withLock { state in
+        observer.withState { state in
             if let end = state.end { return .ended(end) }
             if state.queue.isEmpty {
                 state.waiting = true
