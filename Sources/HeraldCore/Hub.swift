@@ -124,6 +124,8 @@ public final class Hub: Sendable {
     let released = ReleasedBytes()
     let encoder: Event.Encoder?
     let state = Lock(State())
+    /// Observers' lists of topics, each kept once (`kept(_:)`).
+    let topicLists = Lock(Interned<[String]>())
     /// Called (outside every lock) when an event starts waiting for delivery by the caller of
     /// `deliveries()`; nil: `publish` delivers.
     let deliverySignal: (@Sendable () -> Void)?

@@ -61,8 +61,9 @@ public final class StreamEngine: Sendable {
     /// Whether a batch wakes only the loops whose share holds an observer of it (`FanOutWork.shares`),
     /// or every loop; false only to compare the paths.
     let wakesOnlyLoopsWithObservers: Bool
-    /// The paths of streams, each kept once (`shared`).
-    private let paths = Lock<[String: String]>([:])
+    /// The paths of streams, each kept once: streams ask for a few paths, and a path of more than 15
+    /// bytes is a heap string of its own.
+    private let paths = Lock(Interned<String>())
     let started = Atomic<Bool>(false)
     let stopped = Atomic<Bool>(false)
     /// The loops; the first takes the fan-out's work (each runs its share) and runs the tick.
@@ -161,18 +162,6 @@ public final class StreamEngine: Sendable {
     /// loop that fans its events out (unless that one holds `shareSlack` more than the emptiest), else on
     /// the loop that holds the fewest streams; that loop is woken once `hold` (the request thread's) is
     /// released. Throws, and closes nothing, when the engine or the client's share is full, or it is stopped.
-    /// A stream's path, kept once for every stream of it: streams ask for a few paths, and a path of
-    /// more than 15 bytes is a heap string of its own (63 bytes a stream, heaptrack at 10,000 streams).
-    /// At most 1,024 are kept; past that they are let go together.
-    private func shared(_ path: String) -> String {
-        paths.withLock { paths in
-            if let kept = paths[path] { return kept }
-            if paths.count >= 1_024 { paths.removeAll() }
-            paths[path] = path
-            return path
-        }
-    }
-
     func add(socket: Int32, framing: StreamFraming, feed: any EventFeed, client: String, requestID: String, path: String,
              start: [UInt8], file: FileRegion? = nil, hold: WakeHold? = nil, asAccepted: Bool = false) throws(Refusal) {
         let taken = clients.withLock { clients -> Bool in
@@ -197,7 +186,7 @@ public final class StreamEngine: Sendable {
         }
         loop.held.wrappingAdd(1, ordering: .relaxed)
         let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
-                                 framing: framing, feed: feed, client: client, requestID: requestID, path: shared(path), start: start,
+                                 framing: framing, feed: feed, client: client, requestID: requestID, path: paths.withLock { $0(path) }, start: start,
                                  asAccepted: asAccepted, loop: loop.index)
         if let file { stream.load(file) }
         // A strong reference: the feed drops its waker when it ends, which breaks the cycle.

@@ -36,6 +36,8 @@ struct EventRoutes: Sendable {
         let named = topics.map(NamedTopic.init)
         let token = try access.watcher(request, topics: named)
         let absentTopics = try checkTopics(named)
+        // Every stream of the same subjects holds one array of them: they name subjects that exist, or may.
+        let topics = hub.kept(topics)
         let (resume, eventFilter, added) = (try resumePoint(request), try filter(request, topics: topics), try added(request, topics))
         // A trip stream's display strings follow `?locale=` and Accept-Language, and `?timeZone=`, as GET
         // does. (Read only then: a Locale costs more than the rest of the head.)
