@@ -185,12 +185,13 @@ public final class StreamEngine: Sendable {
             if sharing.held.load(ordering: .relaxed) <= loop.held.load(ordering: .relaxed) + Self.shareSlack { loop = sharing }
         }
         loop.held.wrappingAdd(1, ordering: .relaxed)
-        let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, socket: socket,
+        let stream = EventStream(token: nextToken.wrappingAdd(1, ordering: .relaxed).oldValue, engine: self, socket: socket,
                                  framing: framing, feed: feed, client: client, requestID: requestID, path: paths.withLock { $0(path) }, start: start,
                                  asAccepted: asAccepted, loop: loop.index)
         if let file { stream.load(file) }
-        // A strong reference: the feed drops its waker when it ends, which breaks the cycle.
-        feed.setWaker { [self] _ in wake(stream) }
+        // Strong references (the stream holds the engine): the feed drops its waker when it ends, and
+        // the loop the stream when it is closed, which break the cycles.
+        feed.setWaker { [stream] _ in stream.wakeUp() }
         guard post(to: loop, { $0.added.append(stream) }) else {
             forget(client, on: loop)
             throw .full

@@ -47,10 +47,10 @@ struct Liveness: Equatable {
     }
 
     /// Rounds that may find the socket full in a row before the client counts as stopped.
-    static let blockedRoundsAllowed = 2
+    static let blockedRoundsAllowed: UInt8 = 2
 
     /// Rounds in a row that found the socket full.
-    private(set) var blockedRounds = 0
+    private(set) var blockedRounds: UInt8 = 0
     /// Nothing written since the last round.
     private(set) var quiet = true
 
@@ -67,7 +67,7 @@ struct Liveness: Equatable {
     /// written, or the stream is ending (no heartbeat goes in between).
     mutating func round(blocked: Bool, busy: Bool) -> Verdict {
         if blocked {
-            blockedRounds += 1
+            if blockedRounds < .max { blockedRounds += 1 }
             return blockedRounds >= Self.blockedRoundsAllowed ? .stoppedReading : .nothing
         }
         defer { quiet = true }
