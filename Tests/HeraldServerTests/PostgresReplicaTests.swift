@@ -292,15 +292,14 @@ struct PostgresReplicaTests {
         let store = try #require(servers[1].herald.journal.store as? PostgresStore)
 
         // The database takes no new connections, and the replicas' writers lose theirs (their
-        // listeners, which last listened or notified, keep theirs): B hears of a commit, and its
-        // catch-up cannot reach PostgreSQL.
+        // listeners keep theirs): B hears of a commit, and its catch-up cannot reach PostgreSQL.
         let session = try TestPostgres.Session(on: url)
         defer { try? TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true") }
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
         try TestPostgres.run("""
             SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> \(
                 try #require(try session.run("SELECT pg_backend_pid()")))
-                AND query NOT LIKE 'LISTEN%' AND query NOT LIKE '%listening_since%' AND query NOT LIKE '%pg_notify%'
+                AND application_name <> '\(PostgresListener.applicationName)'
             """)
         let revision = try #require(try session.run("SELECT revision FROM herald_sequence").flatMap { Int64($0) })
         try session.run("NOTIFY herald, '\(store.seal.sealNews(String(revision + 1), channel: PostgresStore.channel))'")

@@ -433,7 +433,7 @@ struct PostgresStoreTests {
         #expect(watcher.unwritableReason() == nil)
         let name = try #require(URL(string: url)?.lastPathComponent)
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
-        try TestPostgres.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND (query ILIKE 'LISTEN%' OR query ILIKE '%listening_since%')")
+        try TestPostgres.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND application_name = '\(PostgresListener.applicationName)'")
         #expect(eventually(timeout: 30) { watcher.unwritableReason() != nil }, "a lost listener makes the store not ready")
         try TestPostgres.run("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
         #expect(eventually(timeout: 30) { watcher.unwritableReason() == nil && heard.withLock { $0 } == 4 },

@@ -24,10 +24,11 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// Connects with a libpq connection string or URL (`postgres://user@host:port/database`). A
     /// connection attempt gives up after 5 s unless the URL says otherwise (`connect_timeout`).
-    init(_ conninfo: String) throws(StoreError) {
+    /// `name`: the session's `application_name` (`pg_stat_activity` shows it), unless the URL names one.
+    init(_ conninfo: String, name: String = "herald") throws(StoreError) {
         // Processed in order, the URL last: what it names wins over these defaults.
         let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = ["5", "herald", conninfo]
+        let values = ["5", name, conninfo]
         let opened: OpaquePointer? = keywords.withCStrings { keywords in
             values.withCStrings { values in PQconnectdbParams(keywords, values, 1) }
         }

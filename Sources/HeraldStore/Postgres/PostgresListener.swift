@@ -29,6 +29,8 @@ public final class PostgresListener: Sendable {
     /// Messages to send, on the listener's connection, at its next turn (within `turn` milliseconds).
     private let outbox = Lock<[String]>([])
 
+    /// The listener's session in `pg_stat_activity` (`application_name`); the writer's is `herald`.
+    public static let applicationName = "herald-listen"
     /// The channel of the replicas' messages to each other.
     public static let messageChannel = "herald_messages"
     /// The longest wait for a notification before the thread looks at its outbox, in milliseconds.
@@ -64,7 +66,7 @@ public final class PostgresListener: Sendable {
             while !stopped.isSet {
                 guard let open = connection else {
                     do {
-                        let made = try PostgresConnection(url)
+                        let made = try PostgresConnection(url, name: Self.applicationName)
                         try made.execute("LISTEN \(channel)")
                         if handler != nil { try made.execute("LISTEN \(Self.messageChannel)") }
                         connection = made
