@@ -46,14 +46,20 @@ extension Journal {
     /// Catches up with what other Heralds committed (the store's listener heard of a commit): from
     /// their news, on the writer between two batches and without the store's lock; or, when some of it
     /// has no news, with a batch that only catches up. Until the queued work runs, another wake is not
-    /// queued: it runs after the commit that was heard. A batch refused before it ran (the store
-    /// unreachable) caught up with nothing, so the next commit heard wakes again.
+    /// queued, only remembered: the catch-up batch may read before that commit, so its end wakes again.
+    /// A batch refused before it ran (the store unreachable) caught up with nothing, so the next commit
+    /// heard wakes again.
     func wake() {
-        guard !wakeQueued.exchange(true, ordering: .relaxed) else { return }
+        guard !wakeQueued.exchange(true, ordering: .relaxed) else {
+            wokenMeanwhile.store(true, ordering: .releasing)
+            return
+        }
         writer.between { [weak self] batch in self?.takeInBetweenBatches(batch) }
     }
 
     func takeInBetweenBatches(_ batch: ChangeBatch) {
+        // Everything heard until now is taken in here, or by the batch this queues.
+        wokenMeanwhile.store(false, ordering: .relaxed)
         wakeQueued.store(false, ordering: .relaxed)
         guard let store, let newsTaker = newsTaker(in: batch) else { return }
         state.withValue { $0.preparing = true }
@@ -62,7 +68,12 @@ extension Journal {
         guard !caughtUp, !wakeQueued.exchange(true, ordering: .relaxed) else { return }
         // A batch that takes the lock reads what has no news (it begins caught up with all the rest).
         writer.submit({ [weak self] _ throws(DomainError) in self?.wakeQueued.store(false, ordering: .relaxed) }, done: { [weak self] result in
-            if case .failure = result { self?.wakeQueued.store(false, ordering: .relaxed) }
+            guard let self else { return }
+            if case .failure = result { wakeQueued.store(false, ordering: .relaxed) }
+            // A commit heard while the batch waited or read (its wake-up queued nothing) may be one it
+            // did not read: heard news is taken in, what has none another batch reads. A batch that
+            // failed wakes again only so, once for each wake-up: not in a loop while the store is down.
+            if wokenMeanwhile.exchange(false, ordering: .acquiring) { wake() }
         })
     }
 }

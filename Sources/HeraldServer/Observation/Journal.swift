@@ -82,8 +82,11 @@ final class Journal: ChangeSink {
     static let keptInMemoryLimit = 10_000
 
     /// A batch is queued only to catch up (`wake`, from the store's listener); more wake-ups meanwhile
-    /// add nothing.
+    /// queue nothing more, but are remembered (`wokenMeanwhile`).
     let wakeQueued = Atomic<Bool>(false)
+    /// A wake-up came while one was queued: a catch-up batch may have read before what it was for was
+    /// committed, so the batch's end wakes again.
+    let wokenMeanwhile = Atomic<Bool>(false)
 
     /// The last batch that stored something could not be committed (readiness, on the server's
     /// thread, says so until one is).
