@@ -80,7 +80,7 @@ extension Hub {
     public func deliver(_ batch: Deliveries, share: Int = 0, of shares: Int = 1, pause: () -> Void = {}) {
         recordDeliveringThread()
         let (share, shares) = (UInt64(share), UInt64(max(shares, 1)))
-        var wakers: [(Waker, Bool)] = []
+        var wakers: [Wake] = []
         var overflowed: [Observer] = []
         var sincePause = 0
         for event in batch.events {
@@ -94,10 +94,10 @@ extension Hub {
                     guard let view = observer.view(of: event, onItsTopic: audience.ofItsTopic) else { continue }
                     switch observer.enqueue(view) {
                     case .queued, .skipped: break
-                    case .wake(let waker): wakers.append((waker, false))
+                    case .wake(let waker): wakers.append(Wake(run: waker, ended: false))
                     case .overflowed(let waker):
                         overflowed.append(observer)
-                        if let waker { wakers.append((waker, true)) }
+                        if let waker { wakers.append(Wake(run: waker, ended: true)) }
                     }
                 }
             }
@@ -107,7 +107,15 @@ extension Hub {
                 for observer in overflowed { remove(observer, from: &state) }
             }
         }
-        for (waker, ended) in wakers { waker(ended) }
+        for wake in wakers { wake.run(wake.ended) }
+    }
+
+    /// A waker to call once the batch is queued. A struct, not a tuple: an array keeps a closure in a
+    /// tuple behind a reabstraction thunk of its own, an allocation for every observer woken (heaptrack:
+    /// 32 bytes each, at `wakers.append`).
+    private struct Wake {
+        let run: Waker
+        let ended: Bool
     }
 
     /// Observers queued to between calls of `deliver`'s `pause`.
