@@ -73,6 +73,14 @@ if latency["herald"]:
         f"nchan {spread(p('nchan', 'p99'), 0, ' ms')}; the floor {spread(p('floor', 'p99'), 0, ' ms')}",
         f"{median(p('herald', 'p99')) / median(p('nchan', 'p99')):.2f}× nchan, {median(p('herald', 'p99')) / median(p('floor', 'p99')):.2f}× the floor",
         "latency")
+    c = lambda kind: [r["serverCpuMicrosecondsPerDeliveredEvent"] for r in latency[kind]]
+    # The countdown's ticks, which the floor and nchan do not send, as the bench counted them.
+    counted = all("ticks" in r["events"] for r in latency["herald"])
+    ticks = sum(r["events"].get("ticks", 0) for r in latency["herald"])
+    told = "" if not counted else " (no countdown tick went out: a bid every 200 ms restarts it)" if ticks == 0 else f" ({ticks:,} countdown ticks included)"
+    row(f"the same: server CPU per delivered event{told}", spread(c("herald"), 1, " µs"),
+        f"nchan {spread(c('nchan'), 1, ' µs')}; the floor {spread(c('floor'), 1, ' µs')}",
+        f"{median(c('herald')) / median(c('nchan')):.2f}× nchan, {median(c('herald')) / median(c('floor')):.2f}× the floor", "latency")
     two = [r["latencyMilliseconds"]["p99"] for r in runs("latency", "herald2")]
     if two:
         row("the same, Herald on both cores with two stream loops (the bench sharing them)", spread(two, 0, " ms"), "–",

@@ -242,6 +242,8 @@ struct Fanout {
             "expected": expected, "received": deliveries,
             "lost": subscribers.reduce(0) { $0 + $1.lost + (($1.gotSnapshot ? options.events : 0) - $1.lastAmount) },
             "duplicated": subscribers.reduce(0) { $0 + $1.duplicated }, "outOfOrder": subscribers.reduce(0) { $0 + $1.outOfOrder },
+            // A countdown's ticks received (not counted as delivered): work the server did beside the bids.
+            "ticks": subscribers.reduce(0) { $0 + $1.ticks },
         ]
         report.latencyMilliseconds = Distribution(latencies)
         report.bidResponseMilliseconds = Distribution(bidTimes.withLock { $0 })
