@@ -242,14 +242,14 @@ final class ConnectionTable: Sendable {
             let slots = state.entries.slots
             let idle = slots.compactMap { slot -> (key: Int, since: Moment)? in
                 let entry = state.entries[slot]
-                guard entry.socket >= 0, !entry.closing, let since = entry.idleSince, since + grace <= now else { return nil }
+                guard !entry.closing, let since = entry.idleSince, since + grace <= now else { return nil }
                 return (slot, since)
             }
             var chosen = idle.count <= count ? idle.map(\.key) : idle.sorted { $0.since < $1.since }.prefix(count).map(\.key)
             if chosen.count < count {
                 let sending = slots.compactMap { slot -> (key: Int, share: Int, since: Moment)? in
                     let entry = state.entries[slot]
-                    guard entry.socket >= 0, !entry.closing, entry.idleSince == nil, let since = entry.sendingSince,
+                    guard !entry.closing, entry.idleSince == nil, let since = entry.sendingSince,
                           entry.deadline != nil, since + grace <= now else { return nil }
                     return (slot, state.perAddress[entry.address, default: 0], since)
                 }
