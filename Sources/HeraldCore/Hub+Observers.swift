@@ -6,6 +6,10 @@ import Synchronization
 
 // Observers: subscribing (snapshots, replays, packed replays), restoring the history, removing.
 extension Hub {
+    /// The copy of `topics` kept for every observer of the same list (`Interned`): each holder of a
+    /// stream's topics (its observer, its presence, its lease) holds the one array.
+    public func kept(_ topics: [String]) -> [String] { topicLists.withLock { $0(topics) } }
+
     /// Adds an observer of `topics`. It first receives, in its queue, the snapshots or the replay
     /// that `resume` asks for, then every later event of those subjects that passes `filter`.
     /// - Parameter queueLimit: live events that may wait; one more ends the subscription (`.overflowed`).
@@ -22,10 +26,6 @@ extension Hub {
     /// set first, so the observer's snapshot shows them. `defaults`: the same, for subjects that have
     /// no value of their own (a unit not made yet); a change's value replaces one and is kept.
     ///
-    /// The copy of `topics` kept for every observer of the same list (`Interned`): each holder of a
-    /// stream's topics (its observer, its presence, its lease) holds the one array.
-    public func kept(_ topics: [String]) -> [String] { topicLists.withLock { $0(topics) } }
-
     /// `packedReplay`: the observer writes each event's frame as it is (an SSE stream without a
     /// localizer), so a replay without filter, of subjects that are not collections, may come packed:
     /// pieces of about `packPiece` bytes, each one event that holds the frames of many (`Event.carried`).
