@@ -24,7 +24,11 @@ public enum Timestamp {
     /// `13:99:53` as `14:39:53` and February 30 as March 2, `ISO8601DateFormatter` also takes February 30
     /// and needs a second formatter for fractions, and neither takes RFC 3339's `t` or space separator.
     public static func parse(_ text: String) -> Date? {
-        let c = Array(text.utf8)
+        var text = text
+        return text.withUTF8(parse(bytes:))
+    }
+
+    private static func parse(bytes c: UnsafeBufferPointer<UInt8>) -> Date? {
         func number(_ start: Int, _ length: Int) -> Int? {
             guard start + length <= c.count else { return nil }
             var value = 0
@@ -65,18 +69,51 @@ public enum Timestamp {
         default:
             return nil
         }
-        guard index == c.count else { return nil }
-        let calendar = utc
-        let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: min(second, 59))
-        guard let date = calendar.date(from: components),
-              calendar.component(.day, from: date) == day  // no 31 February
-        else { return nil }
+        guard index == c.count, day >= 1, day <= daysIn(month: month, of: year) else { return nil }  // no 31 February
+        let midnight: TimeInterval
+        if year >= 1583 {
+            // Gregorian, as the calendar is from October 1582 on: arithmetic, where the calendar's
+            // date(from:) was a third of taking in another replica's bid.
+            midnight = TimeInterval(daysSince1970(year: year, month: month, day: day) * 86_400)
+        } else {
+            // Julian before, as Foundation's calendar counts (and `format` writes) those years.
+            guard let calendars = calendarMidnight(year: year, month: month, day: day) else { return nil }
+            midnight = calendars
+        }
         // Kept to the millisecond it is in, as the store writes it: microseconds kept in memory only
         // would make a delay differ by a second before and after a restart.
-        let seconds = date.timeIntervalSince1970 - TimeInterval(offset)
+        let seconds = midnight + TimeInterval(hour * 3600 + minute * 60 + min(second, 59)) - TimeInterval(offset)
         let instant = Date(timeIntervalSince1970: seconds + TimeInterval(milliseconds) / 1000)
         // An offset can carry 0001-01-01T00:00:00+01:00 out of what can be written back.
         return range.contains(instant) ? instant : nil
+    }
+
+    /// The calendar's way to a day's first instant, which `parse` took for every year before (tests
+    /// compare the two); nil for a day the calendar does not have (one of the ten dropped in October
+    /// 1582, or one it would roll over into the next month).
+    static func calendarMidnight(year: Int, month: Int, day: Int) -> TimeInterval? {
+        guard let date = utc.date(from: DateComponents(year: year, month: month, day: day)), utc.component(.day, from: date) == day else {
+            return nil
+        }
+        return date.timeIntervalSince1970
+    }
+
+    /// The days of `month` in `year`: leap years as the Gregorian calendar counts them from 1583, and
+    /// as the Julian one before.
+    private static func daysIn(month: Int, of year: Int) -> Int {
+        guard month == 2 else { return [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] }
+        let leap = year % 4 == 0 && (year < 1583 || year % 100 != 0 || year % 400 == 0)
+        return leap ? 29 : 28
+    }
+
+    /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+    /// `days_from_civil`), for years from 1 on.
+    static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = y / 400, yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 
     /// `2015-10-09T13:09:53Z`, or `…53.250Z` with milliseconds, rounded to the nearest: formatting a

@@ -25,6 +25,31 @@ import Testing
     }
 }
 
+@Suite struct TimestampParseTests {
+    /// `parse` counts the days of years from 1583 on by arithmetic: for days across those years, real
+    /// ones and ones no month has (31 April, 29 February of 1700), it reads what the calendar read.
+    @Test func theArithmeticReadsWhatTheCalendarRead() {
+        var generator = SystemRandomNumberGenerator()
+        var days = [(1583, 1, 1), (1600, 2, 29), (1700, 2, 29), (1900, 2, 29), (2000, 2, 29), (2024, 2, 29), (2025, 2, 29),
+                    (2025, 4, 31), (1970, 1, 1), (1969, 12, 31), (9999, 12, 31)]
+        for _ in 0..<20_000 {
+            days.append((Int.random(in: 1583...9999, using: &generator), Int.random(in: 1...12, using: &generator),
+                         Int.random(in: 1...31, using: &generator)))
+        }
+        var read = 0
+        for (year, month, day) in days {
+            let text = String(format: "%04d-%02d-%02dT00:00:00Z", year, month, day)
+            let calendars = Timestamp.calendarMidnight(year: year, month: month, day: day)
+            #expect(Timestamp.parse(text)?.timeIntervalSince1970 == calendars, "\(text)")
+            if calendars != nil { read += 1 }
+        }
+        #expect(read > days.count / 2, "most of the days are real ones")
+        #expect(Timestamp.parse("1700-02-29T00:00:00Z") == nil && Timestamp.parse("2000-02-29T00:00:00Z") != nil)
+        #expect(Timestamp.parse("1582-10-10T00:00:00Z") == nil, "a day the calendar dropped in 1582 is none")
+        #expect(Timestamp.parse("1500-02-29T12:00:00Z") != nil, "1500 is a Julian leap year")
+    }
+}
+
 @Suite struct TimestampFormatTests {
     /// `format` writes the C library's breakdown by hand: for instants across the whole range, with and
     /// without milliseconds, it writes what the calendar wrote.
