@@ -145,8 +145,8 @@ public struct CommitNews: Sendable {
             switch letter {
             case UInt8(ascii: "E"):
                 guard let id = reader.text().flatMap({ UInt64($0) }), let topic = reader.text(), let name = reader.text(),
-                      let data = reader.bytes(), let tags = reader.text(), let at = reader.text().flatMap({ Double($0) }) else { return nil }
-                events.append(StoredEvent(id: id, topic: topic, name: name, data: data, tags: SQLiteStore.tags(from: tags),
+                      let data = reader.bytes(), let tags = reader.tags(), let at = reader.text().flatMap({ Double($0) }) else { return nil }
+                events.append(StoredEvent(id: id, topic: topic, name: name, data: data, tags: tags,
                                           at: Date(timeIntervalSince1970: at)))
             case UInt8(ascii: "R"):
                 guard let kind = reader.text(), let id = reader.text(), let document = reader.optionalBytes() else { return nil }
@@ -235,7 +235,10 @@ public struct CommitNews: Sendable {
             return body[position]
         }
 
-        mutating func bytes() -> [UInt8]? {
+        mutating func bytes() -> [UInt8]? { range().map { Array(body[$0]) } }
+
+        /// Where the next field's bytes are, and past them.
+        private mutating func range() -> Range<Int>? {
             var length = 0
             while position < body.count, body[position] != UInt8(ascii: ":") {
                 let digit = body[position]
@@ -246,10 +249,17 @@ public struct CommitNews: Sendable {
             guard position < body.count, position + 1 + length <= body.count else { return nil }
             position += 1
             defer { position += length }
-            return Array(body[position..<(position + length)])
+            return position..<(position + length)
         }
 
-        mutating func text() -> String? { bytes().map { String(decoding: $0, as: UTF8.self) } }
+        mutating func text() -> String? { range().map { String(decoding: body[$0], as: UTF8.self) } }
+
+        /// An event's tags, as `SQLiteStore.tagsText` writes them.
+        mutating func tags() -> [String]? {
+            guard let range = range() else { return nil }
+            return body.withUnsafeBufferPointer { whole in SQLiteStore.plainTags(UnsafeBufferPointer(rebasing: whole[range])) }
+                ?? SQLiteStore.tags(from: String(decoding: body[range], as: UTF8.self))
+        }
 
         /// A field that may be none (`-`): nil when it does not read, `.some(nil)` when it is none.
         mutating func optionalBytes() -> [UInt8]?? {
