@@ -48,9 +48,9 @@ public final class ChannelSeal: Sendable {
     /// The payload a commit's notification carries, if its seal checks out; nil (counted) otherwise.
     func openNews(_ sealed: String, channel: String) -> String? {
         guard let colon = sealed.firstIndex(of: ":") else { return drop(.forged) }
-        let payload = String(sealed[sealed.index(after: colon)...])
+        let payload = sealed[sealed.index(after: colon)...]
         guard Self.same(sealed[..<colon], mac(channel, payload)) else { return drop(.forged) }
-        return payload
+        return String(payload)
     }
 
     /// A message, sealed with the time and a nonce of its own.
@@ -80,11 +80,14 @@ public final class ChannelSeal: Sendable {
         return nil
     }
 
-    private func mac(_ channel: String, _ body: String) -> String {
-        var message = Array(channel.utf8)
-        message.append(0x0A)
-        message.append(contentsOf: body.utf8)
-        let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
+    private func mac(_ channel: String, _ body: some StringProtocol) -> String {
+        // Of the channel's name, a newline and the body, fed as they are (a news part is 7,700 bytes).
+        var hmac = HMAC<SHA256>(key: key)
+        hmac.update(data: Array(channel.utf8) + [0x0A])
+        if body.utf8.withContiguousStorageIfAvailable({ hmac.update(data: UnsafeRawBufferPointer($0)) }) == nil {
+            hmac.update(data: Array(body.utf8))
+        }
+        let code = hmac.finalize()
         // base64url without padding (RFC 4648 §5), mapped byte by byte: Foundation's
         // `replacingOccurrences` took 5 % of the CPU of a replica taking in changes.
         let base64 = Data(code).base64EncodedData()
