@@ -76,8 +76,8 @@ public struct Membership: Sendable {
           frame: [UInt8]? = nil) {
         var before: [Substring]?, after: [Substring]?
         for tag in tags {
-            if tag.hasPrefix("was:") { before = (before ?? []) + [tag.dropFirst(4)] }
-            if tag.hasPrefix("is:") { after = (after ?? []) + [tag.dropFirst(3)] }
+            if tag.hasPrefix("was:") { if before == nil { before = [] }; before?.append(tag.dropFirst(4)) }
+            if tag.hasPrefix("is:") { if after == nil { after = [] }; after?.append(tag.dropFirst(3)) }
         }
         guard before != nil || after != nil, let slash = topic.lastIndex(of: "/") else { return nil }
         collection = String(topic[..<slash])

@@ -258,6 +258,12 @@ public final class Hub: Sendable {
         return state.subjects[String(topic[..<slash])]?.collection?.itemName
     }
 
+    /// A subject's own value set in place, its topic looked up once.
+    private static func setValue(_ value: [UInt8]?, of subject: inout Subject) {
+        subject.value = value
+        subject.valueWhileObserved = false
+    }
+
     static func apply(_ update: Update, to state: inout State) {
         if let key = update.key {
             // Changed in place: a copy of the collection taken out and put back would copy every
@@ -265,8 +271,7 @@ public final class Hub: Sendable {
             state.subjects[update.topic]?.collection?.set(key, entry: update.value, values: update.values)
         } else {
             // A value a change set is the subject's own, kept whether observed or not.
-            state.subjects[update.topic, default: Subject()].value = update.value
-            state.subjects[update.topic]?.valueWhileObserved = false
+            setValue(update.value, of: &state.subjects[update.topic, default: Subject()])
         }
     }
 

@@ -49,6 +49,8 @@ public enum SSEEncoder {
 
     public static func encode(_ message: SSEMessage) -> [UInt8] {
         var out: [UInt8] = []
+        // One allocation for the usual message (compact JSON: one data line).
+        out.reserveCapacity(message.data.count + (message.id?.utf8.count ?? 0) + (message.event?.utf8.count ?? 0) + 23)
         append(message, to: &out)
         return out
     }

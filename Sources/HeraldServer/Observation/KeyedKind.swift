@@ -74,10 +74,10 @@ extension KeyedKind {
                              records: [HeraldServer.Record(kind: Record.noun, id: id, document: nil)])
     }
 
-    /// A restored record's current value and collection member.
+    /// A restored record's current value and collection member, its JSON written once for both.
     static func seeded(_ seeded: any KeyedRecord) -> (value: (topic: String, value: JSONValue?), member: Member)? {
         guard let record = seeded as? Record else { return nil }
-        let value = json(record)
+        let value = JSONValue.encoded(json(record).bytes)
         return ((Record.topic(record.id), [itemEvent.text: value]), member(record, json: value))
     }
 
