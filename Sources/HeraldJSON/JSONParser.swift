@@ -104,15 +104,21 @@ struct JSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1
-        var out: [UInt8] = []
+        // The bytes between escapes are taken a run at a time; a string without an escape, as nearly
+        // all are, is made from its bytes where they lie.
+        var out: [UInt8] = [], escaped = false
+        var run = index
         while index < bytes.count {
             let byte = bytes[index]
             switch byte {
             case 0x22:
+                if escaped { out.append(contentsOf: bytes[run..<index]) }
+                guard let text = Self.string(escaped ? out[...] : bytes[run..<index]) else { throw fail("a string is not UTF-8") }
                 index += 1
-                guard let text = String(validating: out, as: UTF8.self) else { throw fail("a string is not UTF-8") }
                 return text
             case 0x5C:
+                out.append(contentsOf: bytes[run..<index])
+                escaped = true
                 index += 1
                 guard index < bytes.count else { throw fail("unexpected end") }
                 let escape = bytes[index]
@@ -142,14 +148,21 @@ struct JSONParser {
                 default:
                     throw fail("an invalid escape")
                 }
+                run = index
             case 0x00..<0x20:
                 throw fail("a control character inside a string")
             default:
-                out.append(byte)
                 index += 1
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// The text of `bytes`; nil when they are not UTF-8. Decoding repairs such bytes, so the text
+    /// differs from them (where the generic `String(validating:)` costs a metadata lookup a call).
+    private static func string(_ bytes: ArraySlice<UInt8>) -> String? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.utf8.elementsEqual(bytes) ? text : nil
     }
 
     private mutating func hex4() throws(JSONParseError) -> UInt32 {

@@ -51,6 +51,17 @@ import Testing
             #expect(throws: JSONParseError.self, "\(text)") { try JSONValue.parse(Array(text.utf8)) }
         }
         #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
+        #expect(throws: JSONParseError.self, "bytes that are not UTF-8 after an escape") { try JSONValue.parse([0x22, 0x5C, 0x6E, 0xC3, 0x22]) }
+        #expect(throws: JSONParseError.self, "a four-byte sequence cut short") { try JSONValue.parse([0x22, 0xF0, 0x9F, 0x98, 0x22]) }
+    }
+
+    /// A string's runs between escapes are read whole, whatever stands around them.
+    @Test func readsStringsBetweenAndAroundEscapes() throws {
+        let cases: [(String, String)] = [(#""""#, ""), (#""plain é 🙂""#, "plain é 🙂"), (#""\n""#, "\n"), (#""a\nb""#, "a\nb"),
+                                         (#""ab\\""#, "ab\\"), (#""\u00e9x\ty\"""#, "éx\ty\""), (#""\ud83d\ude00 é""#, "😀 é"), (#""é\/""#, "é/")]
+        for (text, string) in cases {
+            #expect(try JSONValue.parse(Array(text.utf8)) == .string(string), "\(text)")
+        }
     }
 
     @Test func readsNumbersByTheGrammar() throws {

@@ -72,25 +72,6 @@ import Testing
         }
     }
 
-    /// Tags without an escape are read without the JSON parser; whatever that reader takes, the parser
-    /// reads the same, and what it leaves the parser reads as before.
-    @Test func plainTagsReadAsTheJSONParserReadsThem() {
-        var read = 0
-        Fuzzing.fuzz([#"["a","b"]"#, "[]", #"["status=open","is:status=open","was:status=closed"]"#, #"["é","\u00e9"]"#, #"[""]"#],
-                     salt: 31) { bytes in
-            guard let tags = bytes.withUnsafeBufferPointer(SQLiteStore.plainTags) else { return }
-            read += 1
-            guard case .array(let items)? = try? JSONValue.parse(bytes) else {
-                Issue.record("read \(tags) from what JSON does not read: \(String(decoding: bytes, as: UTF8.self))")
-                return
-            }
-            #expect(items.map(\.stringValue) == tags.map { $0 }, "\(String(decoding: bytes, as: UTF8.self))")
-            #expect(SQLiteStore.tags(from: String(decoding: bytes, as: UTF8.self)) == tags)
-        }
-        #expect(read > 100, "the seeds' mutations include plain tags")
-        #expect(SQLiteStore.tags(from: #"["a\nb","c"]"#) == ["a\nb", "c"], "an escape goes the parser's way")
-    }
-
     @Test func aNewDirectoryGetsTheCurrentSchemaAndAnEmptyState() throws {
         let dir = directory()
         defer { removeTemporaryDirectory(dir) }

@@ -145,8 +145,8 @@ public struct CommitNews: Sendable {
             switch letter {
             case UInt8(ascii: "E"):
                 guard let id = reader.text().flatMap({ UInt64($0) }), let topic = reader.text(), let name = reader.text(),
-                      let data = reader.bytes(), let tags = reader.tags(), let at = reader.text().flatMap({ Double($0) }) else { return nil }
-                events.append(StoredEvent(id: id, topic: topic, name: name, data: data, tags: tags,
+                      let data = reader.bytes(), let tags = reader.text(), let at = reader.text().flatMap({ Double($0) }) else { return nil }
+                events.append(StoredEvent(id: id, topic: topic, name: name, data: data, tags: SQLiteStore.tags(from: tags),
                                           at: Date(timeIntervalSince1970: at)))
             case UInt8(ascii: "R"):
                 guard let kind = reader.text(), let id = reader.text(), let document = reader.optionalBytes() else { return nil }
@@ -254,12 +254,6 @@ public struct CommitNews: Sendable {
 
         mutating func text() -> String? { range().map { String(decoding: body[$0], as: UTF8.self) } }
 
-        /// An event's tags, as `SQLiteStore.tagsText` writes them.
-        mutating func tags() -> [String]? {
-            guard let range = range() else { return nil }
-            return body.withUnsafeBufferPointer { whole in SQLiteStore.plainTags(UnsafeBufferPointer(rebasing: whole[range])) }
-                ?? SQLiteStore.tags(from: String(decoding: body[range], as: UTF8.self))
-        }
 
         /// A field that may be none (`-`): nil when it does not read, `.some(nil)` when it is none.
         mutating func optionalBytes() -> [UInt8]?? {

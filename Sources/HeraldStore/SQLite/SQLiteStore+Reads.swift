@@ -152,39 +152,10 @@ extension SQLiteStore {
     /// it was; rows written before that joined them with newlines.
     static func tags(from text: String) -> [String] {
         if text.isEmpty { return [] }
-        var text = text
-        if let tags = text.withUTF8(plainTags) { return tags }
         if text.hasPrefix("["), case .array(let items)? = try? JSONValue.parse(Array(text.utf8)) {
             let strings = items.compactMap(\.stringValue)
             if strings.count == items.count { return strings }
         }
         return text.split(separator: "\n").map(String.init)
-    }
-
-    /// Tags as they nearly always are, read without the JSON parser: `["a","b"]`, no escape, no
-    /// space, valid UTF-8. Nil for anything else, which `tags(from:)` reads the long way.
-    static func plainTags(_ bytes: UnsafeBufferPointer<UInt8>) -> [String]? {
-        let (quote, comma, close) = (UInt8(ascii: "\""), UInt8(ascii: ","), UInt8(ascii: "]"))
-        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "["), bytes[bytes.count - 1] == close else { return nil }
-        var tags: [String] = []
-        var index = 1
-        while index < bytes.count - 1 {
-            guard bytes[index] == quote else { return nil }
-            var end = index + 1
-            while end < bytes.count - 1, bytes[end] != quote {
-                guard bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 else { return nil }
-                end += 1
-            }
-            guard end < bytes.count - 1, let tag = String(validating: bytes[(index + 1)..<end], as: UTF8.self) else { return nil }
-            tags.append(tag)
-            index = end + 1
-            if bytes[index] == comma {
-                index += 1
-                guard index < bytes.count - 1 else { return nil }  // no `,]`
-            } else if index != bytes.count - 1 {
-                return nil
-            }
-        }
-        return tags
     }
 }
