@@ -96,8 +96,10 @@ final class TimerThread: Sendable {
         }
     }
 
-    private static func precedes(_ a: Entry, _ b: Entry) -> Bool {
-        a.due != b.due ? a.due < b.due : a.order < b.order
+    /// Whether the heap's entry at `a` falls due before the one at `b`: read in place, where copying
+    /// the two entries retained and released their timers at every step of every push and pop.
+    private static func precedes(_ a: Int, _ b: Int, in heap: borrowing [Entry]) -> Bool {
+        heap[a].due != heap[b].due ? heap[a].due < heap[b].due : heap[a].order < heap[b].order
     }
 
     private static func push(_ entry: Entry, onto heap: inout [Entry]) {
@@ -105,7 +107,7 @@ final class TimerThread: Sendable {
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard precedes(heap[child], heap[parent]) else { break }
+            guard precedes(child, parent, in: heap) else { break }
             heap.swapAt(child, parent)
             child = parent
         }
@@ -120,8 +122,8 @@ final class TimerThread: Sendable {
         while true {
             let left = 2 * parent + 1, right = left + 1
             var least = parent
-            if left < heap.count, precedes(heap[left], heap[least]) { least = left }
-            if right < heap.count, precedes(heap[right], heap[least]) { least = right }
+            if left < heap.count, precedes(left, least, in: heap) { least = left }
+            if right < heap.count, precedes(right, least, in: heap) { least = right }
             guard least != parent else { return first }
             heap.swapAt(parent, least)
             parent = least
