@@ -72,8 +72,8 @@ public enum Timestamp {
         guard index == c.count, day >= 1, day <= daysIn(month: month, of: year) else { return nil }  // no 31 February
         let midnight: TimeInterval
         if year >= 1583 {
-            // Gregorian, as the calendar is from October 1582 on: arithmetic, where the calendar's
-            // date(from:) was a third of taking in another replica's bid.
+            // Gregorian, as the calendar is from October 1582 on, by arithmetic: the calendar's
+            // date(from:) and component(.day) were 3 % of a replica's CPU taking in others' changes.
             midnight = TimeInterval(daysSince1970(year: year, month: month, day: day) * 86_400)
         } else {
             // Julian before, as Foundation's calendar counts (and `format` writes) those years.

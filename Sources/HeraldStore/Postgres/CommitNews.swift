@@ -254,7 +254,6 @@ public struct CommitNews: Sendable {
 
         mutating func text() -> String? { range().map { String(decoding: body[$0], as: UTF8.self) } }
 
-
         /// A field that may be none (`-`): nil when it does not read, `.some(nil)` when it is none.
         mutating func optionalBytes() -> [UInt8]?? {
             if position < body.count, body[position] == UInt8(ascii: "-") {
