@@ -1,9 +1,9 @@
 extension Array where Element == UInt8 {
     /// Appends `text`'s UTF-8 bytes in one copy. `append(contentsOf: text.utf8)` copied them one at a
     /// time through the generic path (14 % of the writer's work for a `PUT /units`, in JSON and SSE
-    /// encoding); a native string lends its contiguous bytes.
+    /// encoding); a native string, or a substring of one, lends its contiguous bytes.
     @inlinable
-    public mutating func appendUTF8(_ text: String) {
+    public mutating func appendUTF8(_ text: some StringProtocol) {
         if text.utf8.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
             append(contentsOf: text.utf8)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import CLinux
+import HeraldJSON
 import HeraldThreads
 import Synchronization
 
@@ -33,11 +34,7 @@ extension PostgresStore {
                 }
                 heard.parts[revision] = nil
                 var body: [UInt8] = []
-                for part in parts {
-                    guard let part else { continue }
-                    // Copied whole where the text is contiguous, as a listener's payload is.
-                    if part.utf8.withContiguousStorageIfAvailable({ body.append(contentsOf: $0) }) == nil { body.append(contentsOf: part.utf8) }
-                }
+                for part in parts { if let part { body.appendUTF8(part) } }
                 if let news = CommitNews(revision: revision, body: body) {
                     heard.whole[revision] = news
                 } else {
