@@ -294,6 +294,49 @@ struct PostgresStoreTests {
         #expect(taken.withLock { $0.count } == 1)
     }
 
+    /// A replica that only streams takes in news between its batches, and asks for a batch that takes
+    /// the lock only when news is missing. News that comes while it takes in the news before it (the
+    /// listener is a thread of its own) is not missing: the listener wakes the writer for it.
+    @Test func newsHeardWhileTakingInTheNewsBeforeItNeedsNoLock() throws {
+        let url = try TestPostgres.database()
+        let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
+        try writer.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
+        _ = try reader.load(eventLimit: 0)
+        let heard = Lock(0)
+        let listener = reader.listen { heard.withLock { $0 += 1 } }
+        listener.start()
+        defer { listener.stop() }
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
+        // A batch reads what came before the listener (its first revision is one it has seen).
+        try reader.beginBatch()
+        try reader.commitBatch()
+        func commit(_ event: StoredEvent) throws {
+            let before = heard.withLock { $0 }
+            try writer.beginBatch()
+            try writer.commit(event: event, records: [], auction: nil, bid: nil)
+            try writer.commitBatch()
+            #expect(eventually(timeout: 30) { heard.withLock { $0 } > before }, "the commit of \(event.id) is heard")
+        }
+        try commit(textEvent(2))
+        let taken = Lock<[UInt64]>([])
+        let caughtUp = reader.takeInNews { events, _ in
+            // The next commit is heard while this one is taken in.
+            if taken.withLock({ $0.isEmpty }) { try? commit(textEvent(3)) }
+            taken.withLock { $0 += events.map(\.id) }
+            return .taken
+        }
+        #expect(taken.withLock { $0 } == [2])
+        #expect(caughtUp, "the next revision's news is whole: no batch needs the lock for it")
+        #expect(reader.takeInNews { events, _ in taken.withLock { $0 += events.map(\.id) }; return .taken })
+        #expect(taken.withLock { $0 } == [2, 3])
+        #expect(reader.revisionsTakenFromNews == 2)
+
+        // A revision heard without its news (bytes that are not text) takes a batch with the lock.
+        try commit(event(4))
+        #expect(!reader.takeInNews { _, _ in .taken }, "read back under the lock")
+        #expect(reader.revisionsTakenFromNews == 2)
+    }
+
     /// A batch that waits for the lock takes in, meanwhile, the news of a batch committed while it
     /// waited (the one before the holder's), and with the lock the holder's own, heard a moment after
     /// the lock came free: it begins caught up, and reads nothing back.

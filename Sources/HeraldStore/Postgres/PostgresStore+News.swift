@@ -61,11 +61,17 @@ extension PostgresStore {
         }
     }
 
+    /// Caught up, too, when the next revision's news is whole or coming in parts (it came while this
+    /// took in what was whole before it): the listener wakes the writer for it once it is whole, so it
+    /// needs no batch that takes the lock. Parts that never come are of a revision the listener names
+    /// missed when it connects again.
     public func takeInNews(_ news: @escaping NewsTaker) -> Bool {
         let caughtUp = try? use { state throws(StoreError) -> Bool in
             guard !state.inBatch, takeInNews(&state, news) != .failed, state.seenRevision >= 0 else { return false }
-            let heard = heardNews.withLock { ($0.newest, $0.missedBefore) }
-            return heard.0 <= state.seenRevision && heard.1 <= state.seenRevision
+            let seen = state.seenRevision
+            return heardNews.withLock { heard in
+                heard.missedBefore <= seen && (heard.newest <= seen || heard.whole[seen + 1] != nil || heard.parts[seen + 1] != nil)
+            }
         }
         return caughtUp ?? false
     }
