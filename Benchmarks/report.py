@@ -154,6 +154,11 @@ if os.path.exists(summary):
     bids = [json.loads(line)["answerMilliseconds"]["p99"] for line in text.splitlines() if line.startswith('{"sent"')]
     if bids:
         row("bids at 500 a second over three replicas: answer p99", spread(bids, 1, " ms"), "–", "–", "replicas")
+takein = os.path.join(results, "replicas", "takein")
+if os.path.exists(takein):
+    spent = [float(m) for m in re.findall(r"^round \d+: .*B spent ([\d.]+) µs", open(takein).read(), re.M)]
+    row("a replica that only streams, taking in another's changes (2 wrk clients on the other, 10 s): its CPU per change",
+        spread(spent, 1, " µs"), "–", "–", "replicas")
 
 for path in ("/auctions/1", "/currency"):
     found = glob.glob(os.path.join(results, "instructions", path.replace("/", "_") + ".json"))
