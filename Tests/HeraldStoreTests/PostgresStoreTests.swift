@@ -14,6 +14,16 @@ struct PostgresStoreTests {
                     tags: ["delay", "line\nbreak"], at: at)
     }
 
+    /// `store`'s listener, started, and how many times it has called: once when it connects, which
+    /// this waits for. The caller stops it.
+    func listening(_ store: PostgresStore) -> (listener: PostgresListener, heard: Lock<Int>) {
+        let heard = Lock(0)
+        let listener = store.listen { heard.withLock { $0 += 1 } }
+        listener.start()
+        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 }, "once when it connects")
+        return (listener, heard)
+    }
+
     /// An event whose bytes are text, as Herald's are (news carries those).
     func textEvent(_ id: UInt64) -> StoredEvent {
         StoredEvent(id: id, topic: "auctions/1", name: "bid", data: Array(#"{"topic":"auctions/1","n":\#(id),"é":"€"}"#.utf8),
@@ -197,11 +207,8 @@ struct PostgresStoreTests {
                          bid: StoredBid(number: 1, bidder: "ann", amount: 5, at: "2026-11-26T06:00:01Z"))
         try first.commitBatch()
         _ = try second.load(eventLimit: 0)
-        let heard = Lock(0)
-        let listener = second.listen { heard.withLock { $0 += 1 } }
-        listener.start()
+        let (listener, heard) = listening(second)
         defer { listener.stop() }
-        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
 
         try second.beginBatch()
         #expect(second.prefetchedBatches == 1, "once it connected, some may have been missed")
@@ -250,11 +257,8 @@ struct PostgresStoreTests {
             taken.withLock { $0.append((events, changes)) }
             return .taken
         }
-        let heard = Lock(0)
-        let listener = reader.listen { heard.withLock { $0 += 1 } }
-        listener.start()
+        let (listener, heard) = listening(reader)
         defer { listener.stop() }
-        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
 
         try writer.beginBatch()
         try writer.commit(event: textEvent(2), records: [RecordChange(kind: "unit", id: "a", document: Array(#"{"id":"a","x":"ß"}"#.utf8)),
@@ -302,11 +306,8 @@ struct PostgresStoreTests {
         let (writer, reader) = (try PostgresStore(url: url), try PostgresStore(url: url))
         try writer.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
         _ = try reader.load(eventLimit: 0)
-        let heard = Lock(0)
-        let listener = reader.listen { heard.withLock { $0 += 1 } }
-        listener.start()
+        let (listener, heard) = listening(reader)
         defer { listener.stop() }
-        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
         // A batch reads what came before the listener (its first revision is one it has seen).
         try reader.beginBatch()
         try reader.commitBatch()
@@ -350,11 +351,8 @@ struct PostgresStoreTests {
             taken.withLock { $0.append((events.map(\.id), !began.load(ordering: .relaxed))) }
             return .taken
         }
-        let heard = Lock(0)
-        let listener = third.listen { heard.withLock { $0 += 1 } }
-        listener.start()
+        let (listener, _) = listening(third)
         defer { listener.stop() }
-        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 }, "once when it connects")
         let waiting = { (try? TestPostgres.run("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", on: url)) ?? "" }
 
         try first.beginBatch()
@@ -410,11 +408,8 @@ struct PostgresStoreTests {
         try writer.commit(event: textEvent(1), records: [], auction: nil, bid: nil)
         try writer.commitBatch()
         // Committed before the reader listens: it hears nothing of it.
-        let heard = Lock(0)
-        let listener = reader.listen { heard.withLock { $0 += 1 } }
-        listener.start()
+        let (listener, heard) = listening(reader)
         defer { listener.stop() }
-        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 })
         #expect(try reader.beginBatch(news: news)?.behind == true)
         // Read in the lock's round trip: a batch that reads this way never waits for news.
         #expect(reader.prefetchedBatches == 1, "it read what it missed with its lock, without waiting for news")
@@ -440,11 +435,8 @@ struct PostgresStoreTests {
         let (writer, reader) = (try PostgresStore(url: url, newsQueueLimit: -1), try PostgresStore(url: url))
         _ = try reader.load(eventLimit: 0)
         let news: NewsTaker = { _, _ in .taken }
-        let heard = Lock(0)
-        let listener = reader.listen { heard.withLock { $0 += 1 } }
-        listener.start()
+        let (listener, heard) = listening(reader)
         defer { listener.stop() }
-        #expect(eventually(timeout: 30) { heard.withLock { $0 } >= 1 })
         #expect(writer.carriesNews)
         try writer.beginBatch()
         #expect(!writer.carriesNews, "the batch read the queue's use, above the limit")
@@ -460,11 +452,8 @@ struct PostgresStoreTests {
     @Test func theListenerHearsEveryCommitOfAnotherStore() throws {
         let url = try TestPostgres.database()
         let (watcher, writer) = (try PostgresStore(url: url), try PostgresStore(url: url))
-        let heard = Lock(0)
-        let listener = watcher.listen { heard.withLock { $0 += 1 } }
-        listener.start()
+        let (listener, heard) = listening(watcher)
         defer { listener.stop() }
-        #expect(eventually(timeout: 30) { heard.withLock { $0 } == 1 }, "once when it connects")
         try writer.commit(event: event(1), records: [], auction: nil, bid: nil)
         #expect(eventually(timeout: 30) { heard.withLock { $0 } == 2 }, "then once per commit")
         try writer.beginBatch()
