@@ -209,6 +209,7 @@ struct PostgresStoreTests {
         _ = try second.load(eventLimit: 0)
         let (listener, heard) = listening(second)
         defer { listener.stop() }
+        #expect(heard.withLock { $0 } == 1, "once when it connects")
 
         try second.beginBatch()
         #expect(second.prefetchedBatches == 1, "once it connected, some may have been missed")
@@ -259,6 +260,7 @@ struct PostgresStoreTests {
         }
         let (listener, heard) = listening(reader)
         defer { listener.stop() }
+        #expect(heard.withLock { $0 } == 1, "once when it connects")
 
         try writer.beginBatch()
         try writer.commit(event: textEvent(2), records: [RecordChange(kind: "unit", id: "a", document: Array(#"{"id":"a","x":"ß"}"#.utf8)),
@@ -308,6 +310,7 @@ struct PostgresStoreTests {
         _ = try reader.load(eventLimit: 0)
         let (listener, heard) = listening(reader)
         defer { listener.stop() }
+        #expect(heard.withLock { $0 } == 1, "once when it connects")
         // A batch reads what came before the listener (its first revision is one it has seen).
         try reader.beginBatch()
         try reader.commitBatch()
@@ -454,6 +457,7 @@ struct PostgresStoreTests {
         let (watcher, writer) = (try PostgresStore(url: url), try PostgresStore(url: url))
         let (listener, heard) = listening(watcher)
         defer { listener.stop() }
+        #expect(heard.withLock { $0 } == 1, "once when it connects")
         try writer.commit(event: event(1), records: [], auction: nil, bid: nil)
         #expect(eventually(timeout: 30) { heard.withLock { $0 } == 2 }, "then once per commit")
         try writer.beginBatch()
